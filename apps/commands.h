@@ -1,0 +1,10 @@
+// The subcommands of the `nce` tool. Each adds itself to the parser; when it runs, it
+// stores the code `nce` exits with in `exit_code`.
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace nce::apps {
+
+void add_gradcheck_command(CLI::App& app, int& exit_code);
+
+}  // namespace nce::apps

@@ -1,0 +1,22 @@
+// nce: the command-line tool. Every error reaches the user as one line and a non-zero exit.
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+
+#include "apps/commands.h"
+
+int main(int argc, char** argv) {
+    CLI::App app{"nce: an autograd engine for contrastive learning, with every gradient derived by hand and proved"};
+    app.require_subcommand(1);
+    int exit_code = 0;
+    nce::apps::add_gradcheck_command(app, exit_code);
+    try {
+        app.parse(argc, argv);  // runs the chosen subcommand
+    } catch (const CLI::ParseError& error) {
+        return app.exit(error);
+    } catch (const std::exception& error) {
+        fmt::print(stderr, "nce: error: {}\n", error.what());
+        return 1;
+    }
+    return exit_code;
+}

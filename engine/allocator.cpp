@@ -1,0 +1,83 @@
+#include "engine/allocator.h"
+
+#include <bit>
+#include <cstdlib>
+#include <new>
+
+#include "engine/error.h"
+
+namespace nce {
+
+CachingAllocator& CachingAllocator::host() {
+    static CachingAllocator* allocator = new CachingAllocator();  // lives until exit
+    return *allocator;
+}
+
+std::size_t CachingAllocator::size_class(std::size_t bytes) {
+    if (bytes <= 64) return 64;
+    // Largest power of two not above bytes, then round up to the next quarter step.
+    std::size_t power = std::bit_floor(bytes);
+    std::size_t quarter = power / 4;
+    return (bytes + quarter - 1) / quarter * quarter;
+}
+
+void* CachingAllocator::allocate(std::size_t bytes) {
+    std::size_t rounded = size_class(bytes);
+    {
+        std::lock_guard lock(mutex_);
+        stats_.allocations++;
+        stats_.bytes_in_use += rounded;
+        stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+        auto it = free_lists_.find(rounded);
+        if (it != free_lists_.end() && !it->second.empty()) {
+            void* pointer = it->second.back();
+            it->second.pop_back();
+            stats_.bytes_cached -= rounded;
+            stats_.cache_hits++;
+            return pointer;
+        }
+    }
+    void* pointer = std::aligned_alloc(64, rounded);
+    if (pointer == nullptr) {
+        // Give the cache back to the system and try once more before giving up.
+        empty_cache();
+        pointer = std::aligned_alloc(64, rounded);
+    }
+    if (pointer == nullptr) {
+        std::lock_guard lock(mutex_);
+        stats_.bytes_in_use -= rounded;
+        fail("out of memory: could not allocate {} bytes", rounded);
+    }
+    return pointer;
+}
+
+void CachingAllocator::release(void* pointer, std::size_t bytes) {
+    if (pointer == nullptr) return;
+    std::size_t rounded = size_class(bytes);
+    std::lock_guard lock(mutex_);
+    stats_.bytes_in_use -= rounded;
+    stats_.bytes_cached += rounded;
+    free_lists_[rounded].push_back(pointer);
+}
+
+AllocatorStats CachingAllocator::stats() const {
+    std::lock_guard lock(mutex_);
+    return stats_;
+}
+
+void CachingAllocator::reset_peak() {
+    std::lock_guard lock(mutex_);
+    stats_.peak_bytes_in_use = stats_.bytes_in_use;
+}
+
+void CachingAllocator::empty_cache() {
+    std::lock_guard lock(mutex_);
+    for (auto& [size, pointers] : free_lists_)
+        for (void* pointer : pointers) std::free(pointer);
+    free_lists_.clear();
+    stats_.bytes_cached = 0;
+}
+
+CachingAllocator::~CachingAllocator() { empty_cache(); }
+
+}  // namespace nce

@@ -1,0 +1,48 @@
+// A caching allocator: freed buffers are kept in free lists by size class and handed back
+// out to the next request of that class, so a training step reuses the memory the previous
+// step touched instead of faulting in fresh pages (on these machines writing fresh memory
+// runs at about 2.3 GB/s against 33 GB/s for memory already touched).
+//
+// Size classes: four per power of two (1, 1.25, 1.5, 1.75 times 2^k), at least 64 bytes, so
+// a buffer wastes under a quarter of its size. Buffers are 64-byte aligned.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <vector>
+
+namespace nce {
+
+struct AllocatorStats {
+    std::size_t bytes_in_use = 0;     // handed out and not yet released
+    std::size_t bytes_cached = 0;     // released and kept for reuse
+    std::size_t peak_bytes_in_use = 0;
+    std::size_t allocations = 0;      // requests served
+    std::size_t cache_hits = 0;       // requests served from the cache
+};
+
+class CachingAllocator {
+public:
+    // The process-wide allocator for host memory.
+    static CachingAllocator& host();
+
+    void* allocate(std::size_t bytes);
+    void release(void* pointer, std::size_t bytes);
+
+    AllocatorStats stats() const;
+    void reset_peak();
+    // Returns every cached buffer to the system.
+    void empty_cache();
+
+    static std::size_t size_class(std::size_t bytes);
+
+    ~CachingAllocator();
+
+private:
+    mutable std::mutex mutex_;
+    std::map<std::size_t, std::vector<void*>> free_lists_;
+    AllocatorStats stats_;
+};
+
+}  // namespace nce

@@ -1,0 +1,141 @@
+#include "engine/autograd.h"
+
+#include <unordered_map>
+
+#include "engine/tensor_math.h"
+
+namespace nce {
+namespace {
+
+thread_local bool grad_mode = true;
+
+}  // namespace
+
+bool grad_enabled() { return grad_mode; }
+NoGradGuard::NoGradGuard() : previous_(grad_mode) { grad_mode = false; }
+NoGradGuard::~NoGradGuard() { grad_mode = previous_; }
+
+Var::Var(Tensor value, bool requires_grad) : value_(std::move(value)) {
+    if (requires_grad) {
+        check_floating(value_, "parameter", "value");
+        node_ = std::make_shared<Node>();
+        node_->op = "leaf";
+        node_->leaf_grad = std::make_shared<Tensor>();
+    }
+}
+
+Var Var::from_op(std::string op, Tensor value, const std::vector<Var>& inputs, BackwardFn backward) {
+    Var out(std::move(value));
+    if (!grad_mode) return out;
+    bool any = false;
+    for (const Var& input : inputs) any = any || input.requires_grad();
+    if (!any) return out;
+    auto node = std::make_shared<Node>();
+    node->op = std::move(op);
+    node->backward = std::move(backward);
+    for (const Var& input : inputs) {
+        node->next.push_back(input.node_);
+        node->input_shapes.push_back(input.shape());
+    }
+    out.node_ = std::move(node);
+    return out;
+}
+
+Tensor Var::grad() const { return is_leaf() ? *node_->leaf_grad : Tensor(); }
+
+void Var::zero_grad() {
+    if (is_leaf()) *node_->leaf_grad = Tensor();
+}
+
+void Var::set_value(Tensor value) {
+    NCE_CHECK(value.shape() == value_.shape() && value.dtype() == value_.dtype(),
+              "set_value: new value {} {} does not match {} {}", shape_string(value.shape()), dtype_name(value.dtype()),
+              shape_string(value_.shape()), dtype_name(value_.dtype()));
+    value_ = std::move(value);
+}
+
+void Var::backward(bool retain_graph) const {
+    NCE_CHECK(value_.numel() == 1,
+              "backward: the output has shape {}; pass an output gradient of that shape, or reduce it to one "
+              "element (sum, mean) first",
+              shape_string(value_.shape()));
+    backward(Tensor::full(value_.shape(), 1.0, value_.dtype(), value_.device()), retain_graph);
+}
+
+void Var::backward(const Tensor& output_grad, bool retain_graph) const {
+    NCE_CHECK(node_ != nullptr, "backward: this value does not depend on anything that requires a gradient");
+    NCE_CHECK(output_grad.shape() == value_.shape() && output_grad.dtype() == value_.dtype(),
+              "backward: output gradient {} {} does not match the output {} {}", shape_string(output_grad.shape()),
+              dtype_name(output_grad.dtype()), shape_string(value_.shape()), dtype_name(value_.dtype()));
+
+    // Count, for every node reachable from the output, how many edges lead into it; a
+    // node runs once all of them have delivered their gradient (Kahn's order).
+    std::unordered_map<Node*, int> pending;
+    std::vector<Node*> stack{node_.get()};
+    pending[node_.get()] = 0;
+    while (!stack.empty()) {
+        Node* node = stack.back();
+        stack.pop_back();
+        for (const auto& next : node->next) {
+            if (!next) continue;
+            auto [it, inserted] = pending.try_emplace(next.get(), 0);
+            it->second++;
+            if (inserted) stack.push_back(next.get());
+        }
+    }
+
+    std::unordered_map<Node*, Tensor> grads;
+    grads[node_.get()] = output_grad;
+    std::vector<Node*> ready{node_.get()};
+    while (!ready.empty()) {
+        Node* node = ready.back();
+        ready.pop_back();
+        Tensor grad = std::move(grads[node]);
+        grads.erase(node);
+        if (node->leaf_grad) {
+            Tensor& slot = *node->leaf_grad;
+            // A leaf owns its gradient: the tensor reaching it may be shared with other
+            // gradients (add passes dy to both inputs), so it is copied, not kept.
+            if (!slot.defined())
+                slot = grad.clone();
+            else
+                add_inplace(slot, grad);
+            continue;
+        }
+        NCE_CHECK(!node->freed,
+                  "backward: the graph through '{}' was freed by an earlier backward; pass retain_graph=true to the "
+                  "first backward to run it again",
+                  node->op);
+        Grads input_grads = node->backward(grad);
+        NCE_CHECK(input_grads.size() == node->next.size(), "backward of '{}' returned {} gradients for {} inputs",
+                  node->op, input_grads.size(), node->next.size());
+        if (!retain_graph) {
+            node->backward = nullptr;
+            node->freed = true;
+        }
+        for (size_t i = 0; i < node->next.size(); ++i) {
+            Node* next = node->next[i].get();
+            if (!next) continue;
+            Tensor& g = input_grads[i];
+            if (g.defined()) {
+                NCE_CHECK(g.shape() == node->input_shapes[i],
+                          "backward of '{}' returned a gradient of shape {} for input {} of shape {}", node->op,
+                          shape_string(g.shape()), i, shape_string(node->input_shapes[i]));
+                auto it = grads.find(next);
+                // Sums are out of place: a gradient tensor may be shared by several inputs.
+                if (it == grads.end())
+                    grads.emplace(next, std::move(g));
+                else
+                    it->second = it->second + g;
+            }
+            if (--pending[next] == 0) {
+                if (grads.count(next))
+                    ready.push_back(next);
+                else
+                    pending.erase(next);  // nothing flowed here (all gradients undefined)
+            }
+        }
+    }
+}
+
+}  // namespace nce

@@ -1,0 +1,109 @@
+// The backend interface: every kernel an op needs, one virtual function each. Ops never
+// touch device memory themselves; they call tensor_math.h, which calls the backend of the
+// tensors' device. The CPU backend (engine/cpu/) implements it over Eigen, OpenBLAS and
+// oneTBB; a CUDA backend implements the same interface, and no caller changes.
+//
+// Conventions for every kernel: inputs and outputs are contiguous; `out` is allocated by
+// the caller with the right shape and dtype; float32 and float64 are supported throughout,
+// int64 where a kernel says so.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "engine/tensor.h"
+
+namespace nce {
+
+enum class UnaryOp {
+    Neg, Exp, Log, Sqrt, Tanh, Sigmoid, Relu, Abs, Square, Reciprocal,
+    Step,                 // 1 where x > 0, else 0 (the derivative of relu)
+    GeluErf,              // x Phi(x)
+    GeluTanh,             // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    GeluErfDerivative,    // d/dx of GeluErf
+    GeluTanhDerivative,   // d/dx of GeluTanh
+};
+
+enum class BinaryOp { Add, Sub, Mul, Div, Pow, Maximum, Minimum, Greater /* 1 if a > b else 0 */ };
+
+enum class ReduceOp { Sum, Max };
+
+enum class Distribution { Uniform /* [a, b) */, Normal /* mean a, std b */, Bernoulli /* 1 with probability a */ };
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+    virtual Device device() const = 0;
+
+    virtual void* allocate(std::size_t bytes) = 0;
+    virtual void release(void* pointer, std::size_t bytes) = 0;
+
+    // dst = src, converting dtype if they differ (any of the three dtypes). One of the two
+    // may be on another device when this backend is the non-CPU side.
+    virtual void copy(const Tensor& src, Tensor& dst) = 0;
+    virtual void fill(Tensor& out, double value) = 0;
+
+    // out[i] = f(x[i]).
+    virtual void unary(UnaryOp op, const Tensor& x, Tensor& out) = 0;
+    // out = a op b with NumPy broadcasting; out has the broadcast shape.
+    virtual void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) = 0;
+    // out = x op s for a scalar s.
+    virtual void binary_scalar(BinaryOp op, const Tensor& x, double s, Tensor& out) = 0;
+
+    // x viewed as [outer, n, inner] around `axis`; out is [outer, inner] (any shape with
+    // that many elements). For Max, `indices` (int64, same count) receives the argmax, the
+    // first one on ties; it may be null. Results do not depend on the thread count.
+    virtual void reduce(ReduceOp op, const Tensor& x, int64_t axis, Tensor& out, Tensor* indices) = 0;
+    // Sums x down to out's shape, the reverse of broadcasting out's shape up to x's.
+    virtual void sum_to(const Tensor& x, Tensor& out) = 0;
+
+    // out = alpha · op(a) · op(b) + beta · out, op = transpose or not. 2-D: [m,k]·[k,n].
+    // 3-D: batched [b,m,k]·[b,k,n]; a 2-D side is shared by every batch entry.
+    virtual void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, Tensor& out,
+                      double alpha, double beta) = 0;
+
+    // out = x with its axes reordered: out axis i is x axis axes[i].
+    virtual void permute(const Tensor& x, const std::vector<int64_t>& axes, Tensor& out) = 0;
+    // Along `axis` (all other axes equal in src and dst): dst[.., dst_start + k, ..] = (or +=
+    // when accumulate) src[.., src_start + k, ..] for k in [0, length).
+    virtual void copy_along_axis(const Tensor& src, int64_t src_start, Tensor& dst, int64_t dst_start, int64_t axis,
+                                 int64_t length, bool accumulate) = 0;
+
+    // table [V, D], indices int64 [n] -> out [n, D]: out[i] = table[indices[i]].
+    virtual void index_select_rows(const Tensor& table, const Tensor& indices, Tensor& out) = 0;
+    // table [V, D] += src [n, D] scattered by rows: table[indices[i]] += src[i].
+    virtual void index_add_rows(const Tensor& src, const Tensor& indices, Tensor& table) = 0;
+    // x [N, C], targets int64 [N] -> out [N]: out[i] = x[i, targets[i]].
+    virtual void gather_last_axis(const Tensor& x, const Tensor& targets, Tensor& out) = 0;
+    // dx [N, C] += values [N] at (i, targets[i]).
+    virtual void scatter_add_last_axis(const Tensor& values, const Tensor& targets, Tensor& dx) = 0;
+
+    // out = where(mask != 0, x, value); mask (same dtype as x) broadcasts to x.
+    virtual void masked_fill(const Tensor& x, const Tensor& mask, double value, Tensor& out) = 0;
+
+    // Softmax (or log-softmax) over the last axis, stable (shifted by the row max).
+    virtual void softmax_last_axis(const Tensor& x, Tensor& out, bool log) = 0;
+    // Given y = softmax (or log-softmax) and dy, dx = y ⊙ (dy - <dy, y>) for softmax,
+    // dx = dy - exp(y) · sum(dy) for log-softmax, per row.
+    virtual void softmax_last_axis_backward(const Tensor& y, const Tensor& dy, Tensor& dx, bool log) = 0;
+
+    // Layer normalisation over the last axis of x [R, D] (any leading shape):
+    // y = (x - mean) · rstd · weight + bias; mean and rstd [R] are saved for the backward.
+    virtual void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, Tensor& y,
+                            Tensor& mean, Tensor& rstd) = 0;
+    virtual void layer_norm_backward(const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& rstd,
+                                     const Tensor& dy, Tensor& dx, Tensor& dweight, Tensor& dbias) = 0;
+
+    // Counter-based random numbers: element i is a pure function of (seed, offset + i), so
+    // the result does not depend on the thread count or the device (see random.h).
+    virtual void random(Distribution distribution, uint64_t seed, uint64_t offset, double a, double b,
+                        Tensor& out) = 0;
+};
+
+// The backend that serves tensors on `device`; throws if this build has none for it.
+Backend& backend_for(Device device);
+
+// Registers a backend at start-up (the CUDA backend calls this when the build has it).
+void register_backend(Device device, Backend* backend);
+
+}  // namespace nce

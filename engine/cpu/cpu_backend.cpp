@@ -1,0 +1,105 @@
+// Memory, copies, fills and random numbers on the CPU, and the backend registry.
+#include "engine/cpu/cpu_backend.h"
+
+#include <array>
+#include <cstring>
+
+#include "engine/allocator.h"
+#include "engine/random.h"
+
+namespace nce {
+namespace {
+
+std::array<Backend*, 2>& registry() {
+    static cpu::CpuBackend cpu_backend;
+    static std::array<Backend*, 2> backends{&cpu_backend, nullptr};
+    return backends;
+}
+
+}  // namespace
+
+Backend& backend_for(Device device) {
+    Backend* backend = registry()[static_cast<size_t>(device)];
+    NCE_CHECK(backend != nullptr, "no {} backend in this build: rebuild with -Dcuda=enabled on a machine with the CUDA toolkit",
+              device_name(device));
+    return *backend;
+}
+
+void register_backend(Device device, Backend* backend) { registry()[static_cast<size_t>(device)] = backend; }
+
+namespace cpu {
+
+void* CpuBackend::allocate(std::size_t bytes) { return CachingAllocator::host().allocate(bytes); }
+
+void CpuBackend::release(void* pointer, std::size_t bytes) { CachingAllocator::host().release(pointer, bytes); }
+
+namespace {
+
+template <typename From, typename To>
+void convert(const From* src, To* dst, int64_t n) {
+    parallel_for(n, kGrainElements, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) dst[i] = static_cast<To>(src[i]);
+    });
+}
+
+template <typename To>
+void convert_from(const Tensor& src, To* dst) {
+    int64_t n = src.numel();
+    switch (src.dtype()) {
+        case Dtype::Float32: convert(src.data<float>(), dst, n); break;
+        case Dtype::Float64: convert(src.data<double>(), dst, n); break;
+        case Dtype::Int64: convert(src.data<int64_t>(), dst, n); break;
+    }
+}
+
+}  // namespace
+
+void CpuBackend::copy(const Tensor& src, Tensor& dst) {
+    NCE_CHECK(src.numel() == dst.numel(), "copy: source {} and destination {} differ in size",
+              shape_string(src.shape()), shape_string(dst.shape()));
+    NCE_CHECK(src.device() == Device::CPU && dst.device() == Device::CPU, "copy: the CPU backend copies host memory only");
+    if (src.dtype() == dst.dtype()) {
+        if (src.raw_data() != dst.raw_data() && src.nbytes() > 0) std::memcpy(dst.raw_data(), src.raw_data(), src.nbytes());
+        return;
+    }
+    switch (dst.dtype()) {
+        case Dtype::Float32: convert_from(src, dst.data<float>()); break;
+        case Dtype::Float64: convert_from(src, dst.data<double>()); break;
+        case Dtype::Int64: convert_from(src, dst.data<int64_t>()); break;
+    }
+}
+
+void CpuBackend::fill(Tensor& out, double value) {
+    auto fill_with = [&](auto* data) {
+        using T = std::remove_pointer_t<decltype(data)>;
+        T v = static_cast<T>(value);
+        parallel_for(out.numel(), kGrainElements, [&](int64_t begin, int64_t end) { std::fill(data + begin, data + end, v); });
+    };
+    switch (out.dtype()) {
+        case Dtype::Float32: fill_with(out.data<float>()); break;
+        case Dtype::Float64: fill_with(out.data<double>()); break;
+        case Dtype::Int64: fill_with(out.data<int64_t>()); break;
+    }
+}
+
+void CpuBackend::random(Distribution distribution, uint64_t seed, uint64_t offset, double a, double b, Tensor& out) {
+    dispatch_floating(out.dtype(), "random", [&](auto zero) {
+        using T = decltype(zero);
+        T* data = out.data<T>();
+        parallel_for(out.numel(), 4096, [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i) {
+                uint64_t counter = offset + static_cast<uint64_t>(i);
+                double value = 0;
+                switch (distribution) {
+                    case Distribution::Uniform: value = a + (b - a) * random_bits::uniform(seed, counter); break;
+                    case Distribution::Normal: value = a + b * random_bits::normal(seed, counter); break;
+                    case Distribution::Bernoulli: value = random_bits::uniform(seed, counter) < a ? 1.0 : 0.0; break;
+                }
+                data[i] = static_cast<T>(value);
+            }
+        });
+    });
+}
+
+}  // namespace cpu
+}  // namespace nce

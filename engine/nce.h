@@ -1,0 +1,15 @@
+// The engine's public interface: include this one header.
+#pragma once
+#include "engine/allocator.h"
+#include "engine/autograd.h"
+#include "engine/backend.h"
+#include "engine/dtype.h"
+#include "engine/error.h"
+#include "engine/gradcheck.h"
+#include "engine/npy.h"
+#include "engine/ops.h"
+#include "engine/random.h"
+#include "engine/shape.h"
+#include "engine/tensor.h"
+#include "engine/tensor_math.h"
+#include "engine/threads.h"

@@ -1,0 +1,3 @@
+#include "engine/npy.h"
+
+namespace nce {}  // namespace nce

@@ -1,0 +1,17 @@
+// NumPy .npy files: read and write format versions 1.0 and 2.0 (version 3.0 on read as
+// well), little-endian, C order, with dtype float32 ('<f4'), float64 ('<f8') or int64
+// ('<i8'). Errors name the file and what is wrong with it.
+#pragma once
+#include <string>
+
+#include "engine/tensor.h"
+
+namespace nce {
+
+Tensor read_npy(const std::string& path);
+
+// Writes to a temporary file beside `path` and renames it into place, so a failure never
+// leaves half a file. Uses format 1.0 unless the header needs 2.0.
+void write_npy(const std::string& path, const Tensor& tensor);
+
+}  // namespace nce

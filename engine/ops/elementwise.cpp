@@ -1,0 +1,3 @@
+#include "engine/ops.h"
+
+namespace nce {}  // namespace nce

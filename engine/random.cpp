@@ -1,0 +1,34 @@
+#include "engine/random.h"
+
+namespace nce {
+
+Tensor Generator::draw(Distribution distribution, const Shape& shape, Dtype dtype, double a, double b,
+                       Device device) {
+    NCE_CHECK(is_floating(dtype), "random: dtype must be float32 or float64, got {}", dtype_name(dtype));
+    Tensor out = Tensor::empty(shape, dtype, device);
+    backend_for(device).random(distribution, seed_, offset_, a, b, out);
+    offset_ += static_cast<uint64_t>(out.numel());
+    return out;
+}
+
+Tensor Generator::uniform(const Shape& shape, Dtype dtype, double low, double high, Device device) {
+    return draw(Distribution::Uniform, shape, dtype, low, high, device);
+}
+
+Tensor Generator::normal(const Shape& shape, Dtype dtype, double mean, double std, Device device) {
+    return draw(Distribution::Normal, shape, dtype, mean, std, device);
+}
+
+Tensor Generator::bernoulli(const Shape& shape, Dtype dtype, double probability, Device device) {
+    NCE_CHECK(probability >= 0 && probability <= 1, "bernoulli: probability must be in [0, 1], got {}", probability);
+    return draw(Distribution::Bernoulli, shape, dtype, probability, 0.0, device);
+}
+
+double Generator::next_uniform() { return random_bits::uniform(seed_, offset_++); }
+
+int64_t Generator::next_index(int64_t n) {
+    NCE_CHECK(n > 0, "random index: range must be positive, got {}", n);
+    return static_cast<int64_t>(random_bits::bits(seed_, offset_++) % static_cast<uint64_t>(n));
+}
+
+}  // namespace nce

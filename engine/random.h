@@ -1,0 +1,66 @@
+// A seeded, counter-based random generator owned by the caller.
+//
+// Draw number k of a generator seeded with s is a pure function of (s, k): bits(s, k) mixes
+// the two with SplitMix64's finaliser. Nothing depends on which thread or device computes a
+// draw, so the same seed gives bit-identical tensors for any thread count, on CPU and GPU.
+// Each fill consumes a block of counters and moves the generator's offset past it.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "engine/backend.h"
+#include "engine/tensor.h"
+
+namespace nce {
+
+namespace random_bits {
+
+inline uint64_t mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+inline uint64_t bits(uint64_t seed, uint64_t counter) {
+    return mix(mix(seed + 0x9e3779b97f4a7c15ULL) ^ (counter * 0xd1b54a32d192ed03ULL + 0x8cb92ba72f3d8dd7ULL));
+}
+
+// Uniform in [0, 1) with 53 random bits.
+inline double uniform(uint64_t seed, uint64_t counter) {
+    return static_cast<double>(bits(seed, counter) >> 11) * 0x1.0p-53;
+}
+
+// Standard normal by Box-Muller on two uniforms drawn from counters 2k and 2k+1.
+inline double normal(uint64_t seed, uint64_t counter) {
+    double u1 = 1.0 - uniform(seed, 2 * counter);  // (0, 1]: log is finite
+    double u2 = uniform(seed, 2 * counter + 1);
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+}
+
+}  // namespace random_bits
+
+class Generator {
+public:
+    explicit Generator(uint64_t seed) : seed_(seed) {}
+
+    uint64_t seed() const { return seed_; }
+    uint64_t offset() const { return offset_; }
+
+    Tensor uniform(const Shape& shape, Dtype dtype, double low = 0.0, double high = 1.0, Device device = Device::CPU);
+    Tensor normal(const Shape& shape, Dtype dtype, double mean = 0.0, double std = 1.0, Device device = Device::CPU);
+    // 1 with probability `probability`, else 0, in the given float dtype.
+    Tensor bernoulli(const Shape& shape, Dtype dtype, double probability, Device device = Device::CPU);
+
+    // Scalar draws for host-side choices (shuffles, sampling).
+    double next_uniform();
+    // Uniform integer in [0, n).
+    int64_t next_index(int64_t n);
+
+private:
+    Tensor draw(Distribution distribution, const Shape& shape, Dtype dtype, double a, double b, Device device);
+
+    uint64_t seed_;
+    uint64_t offset_ = 0;
+};
+
+}  // namespace nce

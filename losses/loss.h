@@ -1,0 +1,82 @@
+// The loss registry: every loss of ../shared/spec/losses.md, reachable by its name, with
+// the inputs and parameters that page lists. `nce loss` and `nce gradcheck` use it; model
+// code calls the typed functions in losses/losses.h directly.
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/nce.h"
+
+namespace nce::losses {
+
+enum class InputKind {
+    Embedding,  // a float matrix (or [Q,K,d] tensor) that gets a gradient
+    Scalar,     // a one-element float (log_tau, log_scale, bias) that gets a gradient
+    Guide,      // a float input that only chooses a mask (gist's ga, gp): gradient zero
+    Data,       // qid, rank, score, label: constants, no gradient
+};
+
+struct InputSpec {
+    std::string name;
+    InputKind kind;
+    bool required = true;
+};
+
+enum class ParamRule {
+    Positive,      // > 0
+    NonNegative,   // >= 0
+    UnitInterval,  // 0 <= x < 1
+    Flag,          // 0 or 1
+    Choice,        // one of `choices`
+};
+
+struct ParamSpec {
+    std::string name;
+    std::string default_value;          // as text: "0.05", "dot"
+    ParamRule rule;
+    std::vector<std::string> choices;   // for Choice
+};
+
+// What a loss is called with: every input it read (differentiable ones as leaf Vars, data
+// as constant Vars) and every parameter, defaults filled in and validated.
+class LossArguments {
+public:
+    std::map<std::string, Var> inputs;
+    std::map<std::string, std::string> params;
+
+    bool has(const std::string& input) const { return inputs.count(input) > 0; }
+    const Var& input(const std::string& name) const;   // throws naming the missing input
+    Var optional(const std::string& name) const;       // undefined Var when absent
+    double number(const std::string& param) const;
+    const std::string& text(const std::string& param) const;
+};
+
+struct LossDefinition {
+    std::string name;
+    std::vector<InputSpec> inputs;
+    std::vector<ParamSpec> params;
+    // Checks shapes and values (one clear line on error) and returns the scalar loss, whose
+    // single node carries the hand-derived backward.
+    std::function<Var(const LossArguments&)> compute;
+    // A valid random problem with `rows` rows of dimension `dim` (float64; the caller
+    // converts), for gradient checks and examples. Inputs are drawn away from kinks.
+    std::function<std::map<std::string, Tensor>(Generator&, int64_t rows, int64_t dim)> example;
+};
+
+// Every registered loss, in the order of the spec's tables.
+const std::vector<LossDefinition>& all_losses();
+// Throws naming the unknown loss and listing the known ones.
+const LossDefinition& find_loss(const std::string& name);
+
+// Fills defaults, applies `overrides` (name -> text), validates every parameter against
+// its rule (a parameter given is validated even where log_tau makes it unused) and every
+// input's presence; throws one line naming the parameter or input and what is expected.
+LossArguments make_arguments(const LossDefinition& loss, const std::map<std::string, Tensor>& inputs,
+                             const std::map<std::string, std::string>& overrides);
+
+// Gradient checks for every loss (two shapes each), for `nce gradcheck`.
+void register_loss_checks(CheckRegistry& registry);
+
+}  // namespace nce::losses
