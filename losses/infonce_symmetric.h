@@ -1,0 +1,8 @@
+#pragma once
+#include "losses/loss.h"
+
+namespace nce::losses {
+
+LossDefinition infonce_symmetric_definition();
+
+}  // namespace nce::losses
