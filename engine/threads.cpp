@@ -2,6 +2,7 @@
 
 #include <cblas.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -16,21 +17,22 @@ namespace nce {
 namespace {
 
 std::mutex thread_mutex;
-int thread_count = 0;  // 0 = not yet decided
+std::atomic<int> thread_count{0};  // 0 = not yet decided
 std::unique_ptr<tbb::global_control> tbb_limit;
 
 void apply(int threads) {
-    thread_count = threads;
     tbb_limit = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
                                                       static_cast<size_t>(threads));
     openblas_set_num_threads(threads);
+    thread_count.store(threads, std::memory_order_release);
 }
 
 }  // namespace
 
 int num_threads() {
+    if (int known = thread_count.load(std::memory_order_acquire); known > 0) return known;
     std::lock_guard lock(thread_mutex);
-    if (thread_count == 0) {
+    if (thread_count.load() == 0) {
         int threads = static_cast<int>(std::thread::hardware_concurrency());
         if (threads <= 0) threads = 1;
         if (const char* env = std::getenv("NCE_NUM_THREADS"); env != nullptr && *env != '\0') {

@@ -19,6 +19,7 @@ void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const
 }  // namespace
 
 void CpuBackend::gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, Tensor& out, double alpha, double beta) {
+    num_threads();  // applies NCE_NUM_THREADS to OpenBLAS before its first call
     dispatch_floating(a.dtype(), "matmul", [&](auto zero) {
         using T = decltype(zero);
         int64_t batch = out.rank() == 3 ? out.size(0) : 1;
