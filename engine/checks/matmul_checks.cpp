@@ -17,7 +17,8 @@ void add_matmul_checks(CheckRegistry& registry) {
                           Case{"[3,4] · [2,4,2] shared", {3, 4}, {2, 4, 2}, Transpose::None}}) {
         registry.add({"matmul", c.description,
                       [c](Generator& g, Dtype) { return std::vector<Tensor>{normal(g, c.a), normal(g, c.b)}; },
-                      [t = c.transpose](const std::vector<Var>& x) { return matmul(x[0], x[1], t); }});
+                      [t = c.transpose](const std::vector<Var>& x) { return matmul(x[0], x[1], t); },
+                      {}});
     }
 }
 
