@@ -290,6 +290,25 @@ Tensor log_softmax(const Tensor& x) {
     return out;
 }
 
+static Tensor softmax_last_axis_backward(const Tensor& y, const Tensor& dy, bool log, const char* op) {
+    check_floating(y, op, "forward output");
+    check_same_dtype(y, dy, op);
+    check_same_device(y, dy, op);
+    NCE_CHECK(y.shape() == dy.shape(), "{}: gradient {} does not match the output {}", op, shape_string(dy.shape()),
+              shape_string(y.shape()));
+    Tensor dx = Tensor::empty(y.shape(), y.dtype(), y.device());
+    backend_of(y).softmax_last_axis_backward(y, dy, dx, log);
+    return dx;
+}
+
+Tensor softmax_backward(const Tensor& y, const Tensor& dy) {
+    return softmax_last_axis_backward(y, dy, false, "softmax backward");
+}
+
+Tensor log_softmax_backward(const Tensor& y, const Tensor& dy) {
+    return softmax_last_axis_backward(y, dy, true, "log_softmax backward");
+}
+
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
     check_floating(x, "masked_fill", "input");
     check_same_dtype(x, mask, "masked_fill");

@@ -88,6 +88,10 @@ Tensor index_select(const Tensor& table, const Tensor& indices);
 // Softmax / log-softmax over the last axis.
 Tensor softmax(const Tensor& x);
 Tensor log_softmax(const Tensor& x);
+// Their backward, from the forward's output y and the gradient dy (both the shape of x):
+// softmax: dx = y ⊙ (dy - <dy, y>);  log_softmax (y = log-probabilities): dx = dy - exp(y) · sum(dy).
+Tensor softmax_backward(const Tensor& y, const Tensor& dy);
+Tensor log_softmax_backward(const Tensor& y, const Tensor& dy);
 // where(mask != 0, x, value); mask has x's dtype and broadcasts to x.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 
