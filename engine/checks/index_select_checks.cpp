@@ -2,6 +2,24 @@
 
 namespace nce::checks {
 
-void add_index_select_checks(CheckRegistry&) {}
+// The indices are data, not an input of the checked function: each case captures its own.
+// Every case repeats an index, so the backward must add, not overwrite, into a table row.
+void add_index_select_checks(CheckRegistry& registry) {
+    struct Case {
+        const char* description;
+        Shape table;
+        std::vector<int64_t> indices;
+        Shape indices_shape;
+    };
+    for (const Case& c : {Case{"table [5,3], indices [0,2,2,1]", {5, 3}, {0, 2, 2, 1}, {4}},
+                          Case{"table [4,2,3], indices [[3,0],[3,3]]", {4, 2, 3}, {3, 0, 3, 3}, {2, 2}},
+                          Case{"table [6], indices [5,0,5]", {6}, {5, 0, 5}, {3}}}) {
+        registry.add({"index_select", c.description,
+                      [c](Generator& g, Dtype) { return std::vector<Tensor>{normal(g, c.table)}; },
+                      [indices = Tensor::from_indices(c.indices, c.indices_shape)](const std::vector<Var>& x) {
+                          return index_select(x[0], indices);
+                      }});
+    }
+}
 
 }  // namespace nce::checks
