@@ -96,6 +96,8 @@ Tensor Tensor::reshape(const Shape& shape) const {
     Shape resolved = shape;
     int64_t known = 1, inferred = -1;
     for (size_t i = 0; i < resolved.size(); ++i) {
+        NCE_CHECK(resolved[i] >= -1, "reshape: size {} in {} is negative; only -1 (infer) is allowed", resolved[i],
+                  shape_string(shape));
         if (resolved[i] == -1) {
             NCE_CHECK(inferred < 0, "reshape: more than one -1 in {}", shape_string(shape));
             inferred = static_cast<int64_t>(i);
