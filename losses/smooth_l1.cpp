@@ -1,12 +1,79 @@
-// Placeholder: replaced by the loss's implementation.
 #include "losses/smooth_l1.h"
 
+#include <cmath>
+
+#include "losses/loss_common.h"
+
 namespace nce::losses {
+namespace {
+
+// Each entry of x limited to [low, high].
+Tensor clamp(const Tensor& x, double low, double high) {
+    return binary_scalar(BinaryOp::Maximum, binary_scalar(BinaryOp::Minimum, x, high), low);
+}
+
+void check_inputs(const Var& pred, const Var& target, double beta) {
+    check_matrix(pred, "smooth_l1", "pred");
+    check_matrix(target, "smooth_l1", "target");
+    check_same_shape(pred, target, "smooth_l1", "pred", "target");
+    NCE_CHECK(pred.dtype() == target.dtype(), "smooth_l1: pred ({}) and target ({}) must have the same dtype",
+              dtype_name(pred.dtype()), dtype_name(target.dtype()));
+    check_min_rows(pred.size(0), 1, "smooth_l1", "N (rows of pred)");
+    check_min_rows(pred.size(1), 1, "smooth_l1", "d (columns of pred)");
+    NCE_CHECK(beta > 0 && std::isfinite(beta), "smooth_l1: parameter beta must be > 0, got {}", beta);
+}
+
+}  // namespace
+
+// Smooth L1.     pred, target: [N, d]     e = pred - target: [N, d]
+//   h(e) = 0.5 e^2 / beta   if |e| < beta     (a parabola around 0)
+//          |e| - 0.5 beta   otherwise         (a line with the parabola's slope, ±1, at |e| = beta)
+//   L = (1/(N d)) sum_ij h(e_ij)
+//
+// Forward, with c = clamp(e, -beta, beta):  h(e) = 0.5 c^2 / beta + (|e| - |c|).
+//   Inside the band c = e and the bracket is 0; outside |c| = beta, so h = |e| - 0.5 beta.
+//   c stays within beta, so unlike e^2, c^2 cannot overflow for huge errors.
+//
+// Backward: h'(e) = e / beta inside the band and sign(e) outside; both are c / beta.
+//   dL/de      = c / (beta N d)             [N, d]
+//   dL/dpred   =  dL/de                     (de/dpred = 1)
+//   dL/dtarget = -dL/de                     (de/dtarget = -1)
+Var smooth_l1(const Var& pred, const Var& target, double beta) {
+    check_inputs(pred, target, beta);
+    Tensor error = pred.value() - target.value();                      // e  [N, d]
+    Tensor clamped = clamp(error, -beta, beta);                         // c  [N, d]
+    Tensor h = square(clamped) * (0.5 / beta) + (abs(error) - abs(clamped));
+    Tensor loss = mean(h);                                              // []
+    double elements = static_cast<double>(error.numel());              // N d
+    return Var::from_op("smooth_l1", std::move(loss), {pred, target},
+        [clamped, beta, elements](const Tensor& dy) -> Grads {
+            Tensor dpred = clamped * (dy.item() / (beta * elements));  // [N, d]
+            return {dpred, -dpred};
+        });
+}
 
 LossDefinition smooth_l1_definition() {
     LossDefinition loss;
     loss.name = "smooth_l1";
-    loss.compute = [](const LossArguments&) -> Var { fail("smooth_l1: not implemented yet"); };
+    loss.inputs = {{"pred", InputKind::Embedding}, {"target", InputKind::Embedding}};
+    loss.params = {{"beta", "1.0", ParamRule::Positive, {}}};
+    loss.compute = [](const LossArguments& arguments) {
+        return smooth_l1(arguments.input("pred"), arguments.input("target"), arguments.number("beta"));
+    };
+    // target is standard normal; each error e = pred - target has |e| in [0, 0.9) or
+    // [1.1, 3.1) with a random sign, so both pieces of h appear and none sits at the joint
+    // |e| = beta of the default beta = 1.
+    loss.example = [](Generator& generator, int64_t rows, int64_t dim) {
+        Tensor target = generator.normal({rows, dim}, Dtype::Float64);
+        std::vector<double> errors(static_cast<size_t>(rows * dim));
+        for (double& error : errors) {
+            bool inside = generator.next_uniform() < 0.5;
+            double size = inside ? 0.9 * generator.next_uniform() : 1.1 + 2.0 * generator.next_uniform();
+            error = generator.next_uniform() < 0.5 ? -size : size;
+        }
+        Tensor pred = target + Tensor::from_vector(errors, {rows, dim}, Dtype::Float64);
+        return std::map<std::string, Tensor>{{"pred", pred}, {"target", target}};
+    };
     return loss;
 }
 
