@@ -6,5 +6,6 @@
 namespace nce::apps {
 
 void add_gradcheck_command(CLI::App& app, int& exit_code);
+void add_loss_command(CLI::App& app, int& exit_code);
 
 }  // namespace nce::apps

@@ -9,6 +9,7 @@
 
 #include "apps/commands.h"
 #include "engine/nce.h"
+#include "losses/loss.h"
 
 namespace nce::apps {
 namespace {
@@ -37,6 +38,7 @@ void print_jacobians(const InputReport& report) {
 int run(const GradcheckOptionsCli& options) {
     CheckRegistry registry;
     register_engine_checks(registry);
+    losses::register_loss_checks(registry);  // every loss, by its name
     std::vector<std::string> ops = registry.ops();
     NCE_CHECK(options.all || !options.name.empty(), "gradcheck: name an op or pass --all (ops: {})", fmt::join(ops, ", "));
     NCE_CHECK(options.all || std::find(ops.begin(), ops.end(), options.name) != ops.end(),

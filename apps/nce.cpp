@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     int exit_code = 0;
     nce::apps::add_gradcheck_command(app, exit_code);
+    nce::apps::add_loss_command(app, exit_code);
     try {
         app.parse(argc, argv);  // runs the chosen subcommand
     } catch (const CLI::ParseError& error) {
