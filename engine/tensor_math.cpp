@@ -152,7 +152,8 @@ Tensor sum(const Tensor& x) {
 }
 
 Tensor mean(const Tensor& x, int64_t axis, bool keepdim) {
-    int64_t n = x.size(axis);
+    check_floating(x, "mean", "input");
+    int64_t n = x.shape()[normalize_axis(axis, x.rank(), "mean")];
     NCE_CHECK(n > 0, "mean: axis {} of {} is empty", axis, shape_string(x.shape()));
     return sum(x, axis, keepdim) * (1.0 / static_cast<double>(n));
 }

@@ -1,12 +1,135 @@
-// Placeholder: replaced by the loss's implementation.
 #include "losses/hard_negative_infonce.h"
 
+#include <cmath>
+#include <limits>
+
+#include "losses/random_inputs.h"
+#include "losses/random_query_groups.h"
+#include "losses/loss_common.h"
+#include "losses/soft_target_cross_entropy.h"
+
 namespace nce::losses {
+namespace {
+
+constexpr const char* kLoss = "hard_negative_infonce";
+
+// I: the positive of q_i is p_i     [N, N]
+Tensor identity_targets(int64_t rows, Dtype dtype) {
+    std::vector<double> values(static_cast<size_t>(rows * rows), 0.0);
+    for (int64_t i = 0; i < rows; ++i) values[i * rows + i] = 1.0;
+    return Tensor::from_vector(values, {rows, rows}, dtype);
+}
+
+// M_ij = 1 for the pairs the penalty averages over (i != j, qid_i = qid_j), else 0   [N, N]
+Tensor same_group_pairs(const std::vector<int64_t>& qid, Dtype dtype, int64_t& pair_count) {
+    int64_t rows = static_cast<int64_t>(qid.size());
+    std::vector<double> values(static_cast<size_t>(rows * rows), 0.0);
+    pair_count = 0;
+    for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < rows; ++j)
+            if (i != j && qid[i] == qid[j]) values[i * rows + j] = 1.0, ++pair_count;
+    return Tensor::from_vector(values, {rows, rows}, dtype);
+}
+
+// log of the dtype's largest finite value: exp(x) overflows for x above it.
+double log_largest_finite(Dtype dtype) {
+    return dtype == Dtype::Float32 ? std::log(static_cast<double>(std::numeric_limits<float>::max()))
+                                   : std::log(std::numeric_limits<double>::max());
+}
+
+}  // namespace
+
+// l = q p^T / tau                             q, p: [N, d]    l: [N, N]
+// M: the K same-group pairs (i != j)          [N, N]   (data)
+// L = -(1/N) sum_i log P_ii  +  (weight/K) sum_ij M_ij exp(l_ij)      P = softmax rows of l
+//     (the second term is 0 when K = 0)
+//
+// dL/dl = (P - I) / N + H,    H = (weight/K) · M ⊙ exp(l)       [N, N]
+//         (the InfoNCE part is soft_target_cross_entropy with T = I; d exp(l_ij)/dl_ij = exp(l_ij))
+// dL/dq = dL/dl · p / tau             [N, N]·[N, d]
+// dL/dp = (dL/dl)^T · q / tau         [N, N]^T·[N, d]
+// dL/dtau = -(1/tau) sum_ij dL/dl_ij · l_ij = -(1/tau) sum(q ⊙ dL/dq)
+//           because sum_j dL/dl_ij l_ij = q_i · (dL/dl · p)_i / tau = q_i · dL/dq_i
+// dL/dlog_tau = tau · dL/dtau         (0 while tau sits at its floor 1e-4)
+Var hard_negative_infonce(const Var& q, const Var& p, const Tensor& qid, const Var& log_tau, double tau,
+                          double weight) {
+    check_matrix(q, kLoss, "q");
+    check_matrix(p, kLoss, "p");
+    check_same_shape(q, p, kLoss, "q", "p");
+    NCE_CHECK(q.dtype() == p.dtype(), "{}: q is {} but p is {}; give both the same dtype", kLoss,
+              dtype_name(q.dtype()), dtype_name(p.dtype()));
+    int64_t rows = q.size(0);
+    check_min_rows(rows, 2, kLoss, "N (rows of q; the other rows are the negatives)");
+    std::vector<int64_t> ids = read_ids(Var(qid), rows, kLoss, "qid");
+    NCE_CHECK(weight >= 0 && std::isfinite(weight), "{}: parameter weight must be a finite number >= 0, got {}", kLoss,
+              weight);
+    // tau is checked even when log_tau makes it unused (spec, Conventions).
+    NCE_CHECK(tau > 0 && std::isfinite(tau), "{}: parameter tau must be a finite number > 0, got {}", kLoss, tau);
+    Temperature temperature = resolve_temperature(log_tau, tau, kLoss);
+
+    Tensor logits = matmul(q.value(), p.value(), Transpose::Second) * (1.0 / temperature.tau);  // [N, N]
+    Tensor targets = identity_targets(rows, q.dtype());                                         // [N, N]
+    SoftTargetCrossEntropy forward = soft_target_cross_entropy(logits, targets);
+    Tensor loss = forward.loss;
+
+    int64_t pair_count = 0;
+    Tensor pairs = same_group_pairs(ids, q.dtype(), pair_count);  // M [N, N]
+    Tensor penalty_gradient;  // H [N, N]; stays undefined when there is no pair
+    if (pair_count > 0) {
+        const double minus_infinity = -std::numeric_limits<double>::infinity();
+        Tensor pair_logits = masked_fill(logits, pairs, minus_infinity);  // l_ij on the pairs, -inf elsewhere
+        MaxResult largest = max(pair_logits.reshape({rows * rows}), 0);
+        double largest_logit = largest.values.item();
+        int64_t at = static_cast<int64_t>(largest.indices.item());
+        double limit = log_largest_finite(q.dtype());
+        const char* dtype = dtype_name(q.dtype());
+        NCE_CHECK(largest_logit <= limit,
+                  "{}: the penalty exp(l_ij) overflows {}: same-group pair (i={}, j={}) has l_ij = {} > {} = log({} "
+                  "max); raise tau or lower weight",
+                  kLoss, dtype, at / rows, at % rows, largest_logit, limit, dtype);
+        // H = (weight/K) · M ⊙ exp(l): exp(-inf) = 0 off the pairs. Its sum is the penalty.
+        penalty_gradient = exp(pair_logits) * (weight / static_cast<double>(pair_count));
+        Tensor penalty = sum(penalty_gradient);  // weight · mean over pairs of exp(l_ij)
+        NCE_CHECK(all_finite(penalty_gradient) && all_finite(penalty),
+                  "{}: the penalty weight · mean exp(l_ij) overflows {} (largest pair logit {}); raise tau or lower "
+                  "weight",
+                  kLoss, dtype, largest_logit);
+        loss = loss + penalty;
+    }
+
+    return Var::from_op(kLoss, loss, {q, p, log_tau},
+        [qv = q.value(), pv = p.value(), probabilities = forward.probabilities, targets, penalty_gradient, temperature,
+         log_tau_like = log_tau.detach()](const Tensor& dloss) -> Grads {
+            double tau = temperature.tau;
+            Tensor dlogits = soft_target_cross_entropy_gradient(probabilities, targets);  // (P - I) / N  [N, N]
+            if (penalty_gradient.defined()) dlogits = dlogits + penalty_gradient;         // + H
+            dlogits = dlogits * dloss.item();
+            Tensor dq = matmul(dlogits, pv) * (1.0 / tau);                     // [N, d]
+            Tensor dp = matmul(dlogits, qv, Transpose::First) * (1.0 / tau);  // [N, d]
+            double dtau = -sum(qv * dq).item() / tau;
+            return {dq, dp, log_tau_gradient(temperature, dtau, log_tau_like)};
+        });
+}
 
 LossDefinition hard_negative_infonce_definition() {
     LossDefinition loss;
-    loss.name = "hard_negative_infonce";
-    loss.compute = [](const LossArguments&) -> Var { fail("hard_negative_infonce: not implemented yet"); };
+    loss.name = kLoss;
+    loss.inputs = {{"q", InputKind::Embedding},
+                   {"p", InputKind::Embedding},
+                   {"qid", InputKind::Data},
+                   {"log_tau", InputKind::Scalar, /*required=*/false}};
+    loss.params = {{"tau", "0.1", ParamRule::Positive, {}}, {"weight", "1.0", ParamRule::NonNegative, {}}};
+    loss.compute = [](const LossArguments& arguments) {
+        return hard_negative_infonce(arguments.input("q"), arguments.input("p"), arguments.input("qid").value(),
+                                     arguments.optional("log_tau"), arguments.number("tau"),
+                                     arguments.number("weight"));
+    };
+    loss.example = [](Generator& generator, int64_t rows, int64_t dim) {
+        return std::map<std::string, Tensor>{{"q", random_unit_rows(generator, rows, dim)},
+                                             {"p", random_unit_rows(generator, rows, dim)},
+                                             {"qid", random_query_ids(generator, rows)},
+                                             {"log_tau", Tensor::full({1}, std::log(0.1), Dtype::Float64)}};
+    };
     return loss;
 }
 

@@ -1,12 +1,89 @@
-// Placeholder: replaced by the loss's implementation.
 #include "losses/multi_positive.h"
 
+#include <cmath>
+#include <map>
+
+#include "losses/random_inputs.h"
+#include "losses/random_query_groups.h"
+#include "losses/loss_common.h"
+#include "losses/soft_target_cross_entropy.h"
+
 namespace nce::losses {
+namespace {
+
+constexpr const char* kLoss = "multi_positive";
+
+// T_ij = 1/|G(i)| for j in G(i), else 0     [N, N]; every row sums to 1.
+Tensor group_average_targets(const std::vector<int64_t>& qid, Dtype dtype) {
+    int64_t rows = static_cast<int64_t>(qid.size());
+    std::map<int64_t, int64_t> group_size;
+    for (int64_t id : qid) ++group_size[id];
+    std::vector<double> targets(static_cast<size_t>(rows * rows), 0.0);
+    for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < rows; ++j)
+            if (qid[j] == qid[i]) targets[i * rows + j] = 1.0 / static_cast<double>(group_size[qid[i]]);
+    return Tensor::from_vector(targets, {rows, rows}, dtype);
+}
+
+}  // namespace
+
+// l = q p^T / tau                     q, p: [N, d]    l: [N, N]
+// T_ij = 1/|G(i)| for j in G(i)       [N, N]   (data: no gradient)
+// L = -(1/N) sum_ij T_ij log P_ij     P = softmax rows of l
+//
+// dL/dl = (P - T) / N                 rows of T sum to 1 (soft_target_cross_entropy.h)
+// dL/dq = dL/dl · p / tau             [N, N]·[N, d]
+// dL/dp = (dL/dl)^T · q / tau         [N, N]^T·[N, d]
+// dL/dtau = -(1/tau) sum_ij dL/dl_ij · l_ij = -(1/tau) sum(q ⊙ dL/dq)
+//           because sum_j dL/dl_ij l_ij = q_i · (dL/dl · p)_i / tau = q_i · dL/dq_i
+// dL/dlog_tau = tau · dL/dtau         (0 while tau sits at its floor 1e-4)
+Var multi_positive(const Var& q, const Var& p, const Tensor& qid, const Var& log_tau, double tau) {
+    check_matrix(q, kLoss, "q");
+    check_matrix(p, kLoss, "p");
+    check_same_shape(q, p, kLoss, "q", "p");
+    NCE_CHECK(q.dtype() == p.dtype(), "{}: q is {} but p is {}; give both the same dtype", kLoss,
+              dtype_name(q.dtype()), dtype_name(p.dtype()));
+    int64_t rows = q.size(0);
+    check_min_rows(rows, 2, kLoss, "N (rows of q; the other rows are the negatives)");
+    std::vector<int64_t> ids = read_ids(Var(qid), rows, kLoss, "qid");
+    // tau is checked even when log_tau makes it unused (spec, Conventions).
+    NCE_CHECK(tau > 0 && std::isfinite(tau), "{}: parameter tau must be a finite number > 0, got {}", kLoss, tau);
+    Temperature temperature = resolve_temperature(log_tau, tau, kLoss);
+
+    Tensor logits = matmul(q.value(), p.value(), Transpose::Second) * (1.0 / temperature.tau);  // [N, N]
+    Tensor targets = group_average_targets(ids, q.dtype());                                     // [N, N]
+    SoftTargetCrossEntropy forward = soft_target_cross_entropy(logits, targets);
+
+    return Var::from_op(kLoss, forward.loss, {q, p, log_tau},
+        [qv = q.value(), pv = p.value(), probabilities = forward.probabilities, targets, temperature,
+         log_tau_like = log_tau.detach()](const Tensor& dloss) -> Grads {
+            double tau = temperature.tau;
+            Tensor dlogits = soft_target_cross_entropy_gradient(probabilities, targets) * dloss.item();  // [N, N]
+            Tensor dq = matmul(dlogits, pv) * (1.0 / tau);                                             // [N, d]
+            Tensor dp = matmul(dlogits, qv, Transpose::First) * (1.0 / tau);                          // [N, d]
+            double dtau = -sum(qv * dq).item() / tau;
+            return {dq, dp, log_tau_gradient(temperature, dtau, log_tau_like)};
+        });
+}
 
 LossDefinition multi_positive_definition() {
     LossDefinition loss;
-    loss.name = "multi_positive";
-    loss.compute = [](const LossArguments&) -> Var { fail("multi_positive: not implemented yet"); };
+    loss.name = kLoss;
+    loss.inputs = {{"q", InputKind::Embedding},
+                   {"p", InputKind::Embedding},
+                   {"qid", InputKind::Data},
+                   {"log_tau", InputKind::Scalar, /*required=*/false}};
+    loss.params = {{"tau", "0.1", ParamRule::Positive, {}}};
+    loss.compute = [](const LossArguments& arguments) {
+        return multi_positive(arguments.input("q"), arguments.input("p"), arguments.input("qid").value(),
+                              arguments.optional("log_tau"), arguments.number("tau"));
+    };
+    loss.example = [](Generator& generator, int64_t rows, int64_t dim) {
+        return std::map<std::string, Tensor>{{"q", random_unit_rows(generator, rows, dim)},
+                                             {"p", random_unit_rows(generator, rows, dim)},
+                                             {"qid", random_query_ids(generator, rows)},
+                                             {"log_tau", Tensor::full({1}, std::log(0.1), Dtype::Float64)}};
+    };
     return loss;
 }
 

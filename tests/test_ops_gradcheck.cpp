@@ -13,7 +13,8 @@ TEST_CASE("gradcheck: every engine op passes in float64 and float32") {
             GradcheckResult result = run_check(check, dtype, 1);
             CAPTURE(check.op);
             CAPTURE(check.description);
-            CAPTURE(dtype_name(dtype));
+            std::string dtype_text = dtype_name(dtype);
+            CAPTURE(dtype_text);
             CAPTURE(result.max_rel_error);
             CHECK(result.passed);
         }
