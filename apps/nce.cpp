@@ -11,6 +11,8 @@ int main(int argc, char** argv) {
     int exit_code = 0;
     nce::apps::add_gradcheck_command(app, exit_code);
     nce::apps::add_loss_command(app, exit_code);
+    nce::apps::add_encode_command(app, exit_code);
+    nce::apps::add_data_command(app, exit_code);
     try {
         app.parse(argc, argv);  // runs the chosen subcommand
     } catch (const CLI::ParseError& error) {

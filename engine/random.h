@@ -45,6 +45,9 @@ public:
 
     uint64_t seed() const { return seed_; }
     uint64_t offset() const { return offset_; }
+    // Rewinds or advances the stream: with the same offset, the same draws come again
+    // (a resumed run restores it; GradCache replays a mini-batch's dropout masks with it).
+    void set_offset(uint64_t offset) { offset_ = offset; }
 
     Tensor uniform(const Shape& shape, Dtype dtype, double low = 0.0, double high = 1.0, Device device = Device::CPU);
     Tensor normal(const Shape& shape, Dtype dtype, double mean = 0.0, double std = 1.0, Device device = Device::CPU);

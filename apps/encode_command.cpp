@@ -1,0 +1,8 @@
+// Placeholder: replaced by the command's implementation.
+#include "apps/commands.h"
+
+namespace nce::apps {
+
+void add_encode_command(CLI::App&, int&) {}
+
+}  // namespace nce::apps

@@ -1,0 +1,50 @@
+// The two embedding models and their configuration (the checkpoint's `nce_config`).
+#pragma once
+#include <memory>
+#include <string>
+
+#include "nn/module.h"
+
+namespace nce::nn {
+
+struct ModelConfig {
+    std::string kind = "text_encoder";  // "sig_predictor" or "text_encoder"
+    int64_t in_dim = 0;                 // sig_predictor: token feature size
+    int64_t vocab_size = 0;             // text_encoder
+    int64_t max_len = 0;                // text_encoder: position embeddings
+    int64_t d_model = 128;
+    int64_t nhead = 4;
+    int64_t dim_feedforward = 512;
+    int64_t num_layers = 2;
+    double dropout = 0.1;
+    std::string activation = "relu";    // "relu" or "gelu" (exact erf form)
+    bool norm_first = false;            // false: post-norm (PyTorch's default)
+    double layer_norm_eps = 1e-5;
+    int64_t out_dim = 0;                // 0: no output projection (text_encoder only)
+    // Learnable temperature log_tau (initialised to log 0.07); clamp on tau = exp(log_tau).
+    bool learnable_temperature = false;
+    double min_temperature = 0.01;      // CLIP clamps its scale 1/tau at 100
+    double max_temperature = 1.0;
+};
+
+// An embedding model: inputs and a [B, T] mask in, L2-normalised embeddings [B, out] out.
+class EmbeddingModel : public Module {
+public:
+    const ModelConfig& config() const { return config_; }
+    // input: features [B, T, in_dim] (float) or token ids [B, T] (int64); mask [B, T]
+    // (int64, float 0/1; nonzero = token). Dropout draws from `generator` in training mode
+    // (it may be null in eval mode).
+    virtual Var encode(const Tensor& input, const Tensor& mask, Generator* generator) = 0;
+    // The learnable temperature, or null when the model has none.
+    virtual Var* log_tau() = 0;
+
+protected:
+    explicit EmbeddingModel(ModelConfig config) : config_(std::move(config)) {}
+    ModelConfig config_;
+};
+
+// Builds a model of config.kind with parameters initialised from `generator`, in `dtype`.
+std::unique_ptr<EmbeddingModel> make_model(const ModelConfig& config, Generator& generator,
+                                           Dtype dtype = Dtype::Float32);
+
+}  // namespace nce::nn
