@@ -54,6 +54,16 @@ void Var::set_value(Tensor value) {
     value_ = std::move(value);
 }
 
+void Var::set_grad(Tensor grad) {
+    NCE_CHECK(is_leaf(), "set_grad: this Var is not a leaf parameter (a constant or an op's output has no gradient "
+                         "slot); call it on a Var made with Var::parameter");
+    NCE_CHECK(grad.defined(), "set_grad: the gradient is an undefined tensor; to clear a gradient use zero_grad()");
+    NCE_CHECK(grad.shape() == value_.shape() && grad.dtype() == value_.dtype() && grad.device() == value_.device(),
+              "set_grad: gradient {} {} does not match the parameter {} {}", shape_string(grad.shape()),
+              dtype_name(grad.dtype()), shape_string(value_.shape()), dtype_name(value_.dtype()));
+    *node_->leaf_grad = std::move(grad);
+}
+
 void Var::backward(bool retain_graph) const {
     NCE_CHECK(value_.numel() == 1,
               "backward: the output has shape {}; pass an output gradient of that shape, or reduce it to one "

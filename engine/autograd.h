@@ -54,6 +54,10 @@ public:
     void zero_grad();
     // Replaces the leaf's value (an optimizer step), keeping its gradient slot.
     void set_value(Tensor value);
+    // Replaces a leaf's accumulated gradient (gradient clipping rescales it). The leaf keeps
+    // this very tensor: later backward passes add into it in place, so pass one that nothing
+    // else holds. Same shape and dtype as the value; a non-leaf is an error.
+    void set_grad(Tensor grad);
 
     // The same value, cut off from the graph.
     Var detach() const { return Var(value_); }
