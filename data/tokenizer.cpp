@@ -1,1 +1,221 @@
-// Placeholder: replaced by its implementation.
+#include "data/tokenizer.h"
+
+#include <sentencepiece_processor.h>
+#include <sentencepiece_trainer.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <unordered_map>
+
+#include "engine/threads.h"
+
+namespace nce::data {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* const kModelFileName = "tokenizer.model";
+
+// Hands the training lines to SentencePiece one at a time, from memory (no temporary file).
+class LinesIterator : public sentencepiece::SentenceIterator {
+public:
+    explicit LinesIterator(const std::vector<std::string>& lines) : lines_(lines) {}
+    bool done() const override { return position_ >= lines_.size(); }
+    void Next() override { ++position_; }
+    const std::string& value() const override { return lines_[position_]; }
+    sentencepiece::util::Status status() const override { return {}; }
+
+private:
+    const std::vector<std::string>& lines_;
+    size_t position_ = 0;
+};
+
+// SentencePiece learns from sentences: each text's non-blank lines become training lines.
+std::vector<std::string> training_lines(const std::vector<std::string>& texts) {
+    std::vector<std::string> lines;
+    for (const std::string& text : texts) {
+        size_t start = 0;
+        while (start <= text.size()) {
+            size_t end = text.find('\n', start);
+            if (end == std::string::npos) end = text.size();
+            std::string line = text.substr(start, end - start);
+            if (line.find_first_not_of(" \t\r") != std::string::npos) lines.push_back(std::move(line));
+            start = end + 1;
+        }
+    }
+    return lines;
+}
+
+// SentencePiece's messages start with its source location and the failed check,
+// "./src/trainer_interface.cc(660) [(a) == (b)] Vocabulary size too high (200). ...": keep the
+// sentence after them, or say what failed when there is none.
+std::string readable(const sentencepiece::util::Status& status, const char* otherwise) {
+    std::string message = status.message();
+    size_t check_end = message.find("] ");
+    if (message.rfind("./", 0) == 0 && check_end != std::string::npos) message = message.substr(check_end + 2);
+    if (message.find_first_not_of(" ]") == std::string::npos || message.rfind("./", 0) == 0) return otherwise;
+    return message;
+}
+
+// The option a user changes for a SentencePiece training error, where one is clear.
+std::string training_hint(const std::string& message) {
+    if (message.find("ocabulary size") != std::string::npos || message.find("vocab_size") != std::string::npos)
+        return "; lower vocab_size or train on more text";
+    if (message.find("character_coverage") != std::string::npos) return "; character_coverage must be in [0.98, 1]";
+    return "";
+}
+
+void write_file_atomically(const fs::path& path, const std::string& bytes) {
+    fs::path temporary = path;
+    temporary += ".tmp";
+    {
+        std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+        NCE_CHECK(out, "tokenizer train: cannot write '{}': {}", temporary.string(), std::strerror(errno));
+        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        out.close();
+        NCE_CHECK(out, "tokenizer train: writing '{}' failed (disk full?)", temporary.string());
+    }
+    std::error_code error;
+    fs::rename(temporary, path, error);
+    if (error) {
+        fs::remove(temporary);
+        fail("tokenizer train: cannot move '{}' into place as '{}': {}", temporary.string(), path.string(),
+             error.message());
+    }
+}
+
+}  // namespace
+
+TokenizerModelType parse_tokenizer_model_type(const std::string& name) {
+    if (name == "unigram") return TokenizerModelType::Unigram;
+    if (name == "bpe") return TokenizerModelType::Bpe;
+    fail("tokenizer: unknown model type '{}'; choose unigram or bpe", name);
+}
+
+const char* tokenizer_model_type_name(TokenizerModelType type) {
+    return type == TokenizerModelType::Unigram ? "unigram" : "bpe";
+}
+
+Tokenizer::Tokenizer(std::shared_ptr<sentencepiece::SentencePieceProcessor> processor, std::string model_path)
+    : processor_(std::move(processor)), model_path_(std::move(model_path)) {}
+
+Tokenizer Tokenizer::train(const std::vector<std::string>& texts, const TokenizerOptions& options,
+                           const std::string& directory) {
+    // Checked here so the message names our option; SentencePiece's would name its flag.
+    NCE_CHECK(options.vocab_size >= 3, "tokenizer train: vocab_size must be at least 3 (<pad>, <unk> and a piece), got {}",
+              options.vocab_size);
+    NCE_CHECK(options.character_coverage >= 0.98 && options.character_coverage <= 1.0,
+              "tokenizer train: character_coverage must be in [0.98, 1], got {}", options.character_coverage);
+    std::vector<std::string> lines = training_lines(texts);
+    NCE_CHECK(!lines.empty(), "tokenizer train: no text to learn from ({} texts, all empty); pass the corpus's texts",
+              texts.size());
+
+    std::unordered_map<std::string, std::string> arguments = {
+        {"model_type", tokenizer_model_type_name(options.model_type)},
+        {"vocab_size", std::to_string(options.vocab_size)},
+        {"character_coverage", fmt::format("{}", options.character_coverage)},
+        {"pad_id", "0"},
+        {"unk_id", "1"},
+        {"bos_id", "-1"},
+        {"eos_id", "-1"},
+        {"num_threads", std::to_string(std::clamp(num_threads(), 1, 16))},
+        {"minloglevel", "2"},  // errors only: SentencePiece reports them to us as a Status too
+    };
+    if (options.seed) sentencepiece::SetRandomGeneratorSeed(*options.seed);
+
+    LinesIterator iterator(lines);
+    std::string serialized_model;
+    sentencepiece::util::Status status = sentencepiece::SentencePieceTrainer::Train(arguments, &iterator, &serialized_model);
+    if (!status.ok()) {
+        std::string message = readable(status, "training failed");
+        fail("tokenizer train ({} vocab_size={}): sentencepiece: {}{}", tokenizer_model_type_name(options.model_type),
+             options.vocab_size, message, training_hint(message));
+    }
+
+    std::error_code error;
+    fs::create_directories(directory, error);
+    NCE_CHECK(!error, "tokenizer train: cannot create directory '{}': {}", directory, error.message());
+    fs::path model_path = fs::path(directory) / kModelFileName;
+    write_file_atomically(model_path, serialized_model);
+
+    auto processor = std::make_shared<sentencepiece::SentencePieceProcessor>();
+    status = processor->LoadFromSerializedProto(serialized_model);
+    NCE_CHECK(status.ok(), "tokenizer train: the trained model does not load: {}", readable(status, "unreadable model"));
+    return Tokenizer(std::move(processor), model_path.string());
+}
+
+Tokenizer Tokenizer::load(const std::string& path) {
+    fs::path model_path = path;
+    if (fs::is_directory(model_path)) model_path /= kModelFileName;
+    NCE_CHECK(fs::is_regular_file(model_path),
+              "tokenizer load: no model file at '{}'; pass a tokenizer.model (or its directory) written by training",
+              model_path.string());
+    auto processor = std::make_shared<sentencepiece::SentencePieceProcessor>();
+    sentencepiece::util::Status status = processor->Load(model_path.string());
+    NCE_CHECK(status.ok(), "tokenizer load: '{}' is not a SentencePiece model ({}); pass a tokenizer.model written by training",
+              model_path.string(), readable(status, "it does not parse"));
+    return Tokenizer(std::move(processor), model_path.string());
+}
+
+std::vector<int64_t> Tokenizer::encode_ids(const std::string& text) const {
+    std::vector<int> pieces;
+    sentencepiece::util::Status status = processor_->Encode(text, &pieces);
+    NCE_CHECK(status.ok(), "tokenizer encode: sentencepiece failed on a text of {} bytes: {}", text.size(),
+              readable(status, "encoding failed"));
+    return std::vector<int64_t>(pieces.begin(), pieces.end());
+}
+
+EncodedBatch Tokenizer::encode(const std::vector<std::string>& texts, int64_t max_length) const {
+    NCE_CHECK(max_length >= 1, "tokenizer encode: max_length must be at least 1, got {}", max_length);
+    NCE_CHECK(!texts.empty(), "tokenizer encode: no texts; pass at least one");
+    const int64_t batch = static_cast<int64_t>(texts.size());
+
+    std::vector<std::vector<int64_t>> rows(texts.size());
+    int64_t longest = 0;
+    for (int64_t b = 0; b < batch; ++b) {
+        rows[b] = encode_ids(texts[b]);
+        NCE_CHECK(!rows[b].empty(),
+                  "tokenizer encode: text {} of {} gives no tokens (it is empty or only spaces); drop empty texts "
+                  "before encoding",
+                  b, batch);
+        if (static_cast<int64_t>(rows[b].size()) > max_length) rows[b].resize(max_length);  // truncation
+        longest = std::max(longest, static_cast<int64_t>(rows[b].size()));
+    }
+
+    EncodedBatch encoded{Tensor::full({batch, longest}, static_cast<double>(pad_id()), Dtype::Int64),
+                         Tensor::zeros({batch, longest}, Dtype::Int64)};
+    int64_t* ids = encoded.ids.data<int64_t>();    // [B, T]
+    int64_t* mask = encoded.mask.data<int64_t>();  // [B, T]
+    for (int64_t b = 0; b < batch; ++b) {
+        for (size_t t = 0; t < rows[b].size(); ++t) {
+            ids[b * longest + static_cast<int64_t>(t)] = rows[b][t];
+            mask[b * longest + static_cast<int64_t>(t)] = 1;
+        }
+    }
+    return encoded;
+}
+
+std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
+    std::vector<int> pieces;
+    for (int64_t id : ids) {
+        NCE_CHECK(id >= 0 && id < vocab_size(), "tokenizer decode: id {} is outside the vocabulary [0, {})", id,
+                  vocab_size());
+        pieces.push_back(static_cast<int>(id));
+    }
+    std::string text;
+    sentencepiece::util::Status status = processor_->Decode(pieces, &text);
+    NCE_CHECK(status.ok(), "tokenizer decode: sentencepiece: {}", readable(status, "decoding failed"));
+    return text;
+}
+
+int64_t Tokenizer::vocab_size() const { return processor_->GetPieceSize(); }
+
+int64_t Tokenizer::pad_id() const { return std::max(processor_->pad_id(), 0); }
+
+int64_t Tokenizer::unknown_id() const { return processor_->unk_id(); }
+
+}  // namespace nce::data

@@ -1,0 +1,86 @@
+// Tokenizer: text -> token ids, over SentencePiece (Debian's libsentencepiece).
+//
+// A model is trained on the corpus's own texts (unigram or BPE) and saved as one file,
+// `<dir>/tokenizer.model`; loading that file gives the same ids for the same text. encode()
+// turns a list of texts into the two tensors a text encoder takes:
+//
+//   texts  = {"hello world", "hi"}        (say "hello world" -> 3 pieces, "hi" -> 1 piece)
+//   ids    = [[17, 52,  9],               int64 [B, T], T = longest text (capped at max_length)
+//             [41,  0,  0]]               right-padded with pad_id() (0 here)
+//   mask   = [[ 1,  1,  1],               int64 [B, T], 1 = token, 0 = padding
+//             [ 1,  0,  0]]
+//
+// Ids 0 and 1 of a model trained here are <pad> and <unk>; no begin/end-of-sentence pieces
+// are added. SentencePiece's own logging is kept quiet: its errors come back as nce::Error.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/tensor.h"
+
+namespace sentencepiece {
+class SentencePieceProcessor;
+}
+
+namespace nce::data {
+
+enum class TokenizerModelType { Unigram, Bpe };
+
+// "unigram" or "bpe"; anything else throws naming the choices.
+TokenizerModelType parse_tokenizer_model_type(const std::string& name);
+const char* tokenizer_model_type_name(TokenizerModelType type);
+
+struct TokenizerOptions {
+    int64_t vocab_size = 8000;
+    TokenizerModelType model_type = TokenizerModelType::Unigram;
+    // The fraction of the corpus's characters the vocabulary must cover; the rarest rest
+    // become <unk>. 0.9995 suits large alphabets (Korean, Chinese, Japanese); 1.0 suits
+    // small ones (English).
+    double character_coverage = 0.9995;
+    // SentencePiece's random seed (it samples when the corpus is large); unset: its default.
+    // SentencePiece keeps it process-wide: it stays set after training.
+    std::optional<uint32_t> seed;
+};
+
+struct EncodedBatch {
+    Tensor ids;   // int64 [B, T]
+    Tensor mask;  // int64 [B, T]: 1 = token, 0 = padding
+};
+
+class Tokenizer {
+public:
+    // Trains a model on `texts` and saves it as `<directory>/tokenizer.model` (the directory is
+    // created when missing). Errors, e.g. a vocabulary larger than the texts can fill, are one
+    // nce::Error line naming the option to change.
+    static Tokenizer train(const std::vector<std::string>& texts, const TokenizerOptions& options,
+                           const std::string& directory);
+    // `path` is a tokenizer.model file, or a directory that holds one.
+    static Tokenizer load(const std::string& path);
+
+    // Ids [B, T] and mask [B, T]: T is the longest text's token count, at most max_length;
+    // longer texts keep their first max_length tokens. Every text must give at least one
+    // token (an empty text throws: a row with no token cannot be pooled).
+    EncodedBatch encode(const std::vector<std::string>& texts, int64_t max_length) const;
+    // One text's ids, unpadded and untruncated.
+    std::vector<int64_t> encode_ids(const std::string& text) const;
+    std::string decode(const std::vector<int64_t>& ids) const;
+
+    int64_t vocab_size() const;
+    // The id that fills padding; 0 when the model (trained elsewhere) has no <pad> piece,
+    // which is harmless because the mask marks those positions.
+    int64_t pad_id() const;
+    int64_t unknown_id() const;
+    // Where the model was loaded from or saved to.
+    const std::string& model_path() const { return model_path_; }
+
+private:
+    Tokenizer(std::shared_ptr<sentencepiece::SentencePieceProcessor> processor, std::string model_path);
+
+    std::shared_ptr<sentencepiece::SentencePieceProcessor> processor_;
+    std::string model_path_;
+};
+
+}  // namespace nce::data
