@@ -1,0 +1,37 @@
+// Reading a whole JSON file (KorQuAD, ranked-QA) into nlohmann::json, with every way it can
+// be bad (missing, empty, invalid UTF-8, truncated, not JSON) reported as one line naming the
+// file and the position.
+#pragma once
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "data/reader_support.h"
+#include "data/text_cleaning.h"
+
+namespace nce::data {
+
+inline nlohmann::json read_json_file(const std::string& path) {
+    std::string text = read_source_file(path);
+    size_t invalid = find_invalid_utf8(text);
+    if (invalid != std::string::npos) {
+        auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(invalid), '\n');
+        fail("{}: invalid UTF-8 at byte {} (line {}); the file must be UTF-8 text", path, invalid, line);
+    }
+    try {
+        return nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& error) {
+        // error.what() reads "[json.exception.parse_error.101] parse error at line 1, column 9:
+        // syntax error ... last read: '...'"; keep what follows the bracket, at most 200 code
+        // points (the last token read can be a whole unterminated string).
+        std::string detail = error.what();
+        size_t bracket = detail.find("] ");
+        if (bracket != std::string::npos) detail = detail.substr(bracket + 2);
+        std::replace(detail.begin(), detail.end(), '\n', ' ');
+        bool truncated = error.byte >= text.size();
+        fail("{}: not valid JSON: {}{}", path, truncate_utf8(detail, 200),
+             truncated ? "; the file ends early (truncated?)" : "");
+    }
+}
+
+}  // namespace nce::data
