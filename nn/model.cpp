@@ -1,1 +1,99 @@
-// Placeholder: replaced by its implementation.
+#include "nn/model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "nn/model_parts.h"
+#include "nn/sig_predictor.h"
+#include "nn/text_encoder.h"
+
+namespace nce::nn {
+
+const ModelConfig& validate_config(const ModelConfig& config) {
+    const auto& c = config;
+    NCE_CHECK(c.kind == "sig_predictor" || c.kind == "text_encoder",
+              "model config: unknown kind '{}'; use sig_predictor or text_encoder", c.kind);
+    if (c.kind == "sig_predictor") {
+        NCE_CHECK(c.in_dim > 0, "model config: sig_predictor needs in_dim > 0 (the feature size), got {}", c.in_dim);
+        NCE_CHECK(c.out_dim > 0, "model config: sig_predictor needs out_dim > 0 (its output_proj size), got {}",
+                  c.out_dim);
+    } else {
+        NCE_CHECK(c.vocab_size > 0, "model config: text_encoder needs vocab_size > 0, got {}", c.vocab_size);
+        NCE_CHECK(c.max_len > 0, "model config: text_encoder needs max_len > 0 (the number of positions), got {}",
+                  c.max_len);
+        NCE_CHECK(c.out_dim >= 0, "model config: out_dim must be >= 0 (0: no output projection), got {}", c.out_dim);
+    }
+    NCE_CHECK(c.d_model > 0, "model config: d_model must be positive, got {}", c.d_model);
+    NCE_CHECK(c.nhead > 0 && c.d_model % c.nhead == 0,
+              "model config: nhead {} must be positive and divide d_model {} (each head gets d_model / nhead)",
+              c.nhead, c.d_model);
+    NCE_CHECK(c.dim_feedforward > 0, "model config: dim_feedforward must be positive, got {}", c.dim_feedforward);
+    NCE_CHECK(c.num_layers > 0, "model config: num_layers must be positive, got {}", c.num_layers);
+    NCE_CHECK(c.dropout >= 0 && c.dropout < 1, "model config: dropout must be in [0, 1), got {}", c.dropout);
+    NCE_CHECK(c.activation == "relu" || c.activation == "gelu",
+              "model config: unknown activation '{}'; use relu or gelu", c.activation);
+    NCE_CHECK(c.layer_norm_eps > 0, "model config: layer_norm_eps must be positive, got {}", c.layer_norm_eps);
+    if (c.learnable_temperature)
+        NCE_CHECK(c.min_temperature > 0 && c.min_temperature <= c.max_temperature,
+                  "model config: need 0 < min_temperature <= max_temperature, got {} and {}", c.min_temperature,
+                  c.max_temperature);
+    return config;
+}
+
+std::unique_ptr<EmbeddingModel> make_model(const ModelConfig& config, Generator& generator, Dtype dtype) {
+    validate_config(config);
+    NCE_CHECK(is_floating(dtype), "make_model: parameters must be float32 or float64, got {}", dtype_name(dtype));
+    if (config.kind == "sig_predictor") return std::make_unique<SigPredictor>(config, generator, dtype);
+    return std::make_unique<TextEncoder>(config, generator, dtype);
+}
+
+double temperature(EmbeddingModel& model) {
+    const ModelConfig& config = model.config();
+    Var* log_tau = model.log_tau();
+    NCE_CHECK(log_tau != nullptr,
+              "temperature: this {} has no learnable temperature (config.learnable_temperature is false); the "
+              "loss's tau sets it",
+              config.kind);
+    return std::clamp(std::exp(log_tau->value().item()), config.min_temperature, config.max_temperature);
+}
+
+TransformerEncoderLayerOptions encoder_layer_options(const ModelConfig& config) {
+    TransformerEncoderLayerOptions options;
+    options.d_model = config.d_model;
+    options.nhead = config.nhead;
+    options.dim_feedforward = config.dim_feedforward;
+    options.dropout = config.dropout;
+    options.activation = parse_activation(config.activation);
+    options.norm_first = config.norm_first;
+    options.layer_norm_eps = config.layer_norm_eps;
+    return options;
+}
+
+void check_token_mask(const Tensor& mask, int64_t batch, int64_t tokens, const std::string& model) {
+    NCE_CHECK(batch > 0 && tokens > 0, "{}: the input has B = {} sequences of T = {} tokens; both must be positive",
+              model, batch, tokens);
+    NCE_CHECK(mask.defined(), "{}: the mask is missing; pass a [B, T] = [{}, {}] mask (nonzero = token)", model, batch,
+              tokens);
+    NCE_CHECK(mask.rank() == 2 && mask.size(0) == batch && mask.size(1) == tokens,
+              "{}: mask {} does not match the input; it must be [B, T] = [{}, {}] (nonzero = token)", model,
+              shape_string(mask.shape()), batch, tokens);
+    std::vector<double> values = mask.to(Device::CPU).to(Dtype::Float64).to_vector();
+    for (int64_t b = 0; b < batch; ++b) {
+        bool has_token = false;
+        for (int64_t t = 0; t < tokens; ++t) has_token = has_token || values[static_cast<size_t>(b * tokens + t)] != 0;
+        NCE_CHECK(has_token, "{}: row {} of mask {} has no token; every sequence needs at least one (nonzero entry)",
+                  model, b, shape_string(mask.shape()));
+    }
+}
+
+void check_generator(const EmbeddingModel& model, Generator* generator) {
+    const ModelConfig& config = model.config();
+    NCE_CHECK(generator != nullptr || !model.training() || config.dropout == 0,
+              "{}: training mode with dropout {} needs a generator for the dropout masks; pass one, or call "
+              "train(false) to encode without dropout",
+              config.kind, config.dropout);
+}
+
+Var initial_log_tau(Dtype dtype) { return Var::parameter(Tensor::full({1}, std::log(0.07), dtype)); }
+
+}  // namespace nce::nn

@@ -47,4 +47,12 @@ protected:
 std::unique_ptr<EmbeddingModel> make_model(const ModelConfig& config, Generator& generator,
                                            Dtype dtype = Dtype::Float32);
 
+// Throws nce::Error (one line naming the field, its value and what is allowed) unless the
+// config describes a model that can be built; returns it unchanged otherwise.
+const ModelConfig& validate_config(const ModelConfig& config);
+
+// The model's temperature tau = exp(log_tau), clamped to [min_temperature, max_temperature];
+// throws if the model has no learnable temperature.
+double temperature(EmbeddingModel& model);
+
 }  // namespace nce::nn
