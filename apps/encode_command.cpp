@@ -1,8 +1,139 @@
-// Placeholder: replaced by the command's implementation.
+// nce encode --model CKPT (--features X.npy | --tokens T.npy) [--mask M.npy] --out E.npy
+//            [--batch-size N] [--dtype float32|float64]
+//
+// Embeds every row of the input with a checkpoint's model in eval mode (no dropout) and
+// writes the L2-normalised embeddings [B, out] to E.npy. A sig_predictor takes features
+// [B, T, in_dim] (float); a text_encoder takes token ids [B, T] (int64). The mask [B, T]
+// (int64 or float, 1 = token, 0 = padding) defaults to all tokens. Everything is read and
+// checked, and every batch computed, before the output is written; errors are one line.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "apps/commands.h"
+#include "engine/nce.h"
+#include "nn/checkpoint.h"
 
 namespace nce::apps {
+namespace {
 
-void add_encode_command(CLI::App&, int&) {}
+struct EncodeOptionsCli {
+    std::string model_path;
+    std::string features_path;
+    std::string tokens_path;
+    std::string mask_path;
+    std::string out_path;
+    int64_t batch_size = 256;
+    std::string dtype = "float32";
+};
+
+// The input the model's kind takes, checked against its config.
+Tensor read_model_input(const EncodeOptionsCli& options, const nn::ModelConfig& config, Dtype dtype) {
+    bool features_given = !options.features_path.empty();
+    if (config.kind == "sig_predictor") {
+        NCE_CHECK(features_given, "encode: the model in '{}' is a sig_predictor, which takes features [B, T, {}]: pass "
+                  "--features X.npy instead of --tokens", options.model_path, config.in_dim);
+        Tensor features = read_npy(options.features_path);
+        NCE_CHECK(is_floating(features.dtype()), "encode: '{}': features must be float32 or float64, got {}",
+                  options.features_path, dtype_name(features.dtype()));
+        NCE_CHECK(features.rank() == 3 && features.size(2) == config.in_dim,
+                  "encode: '{}': features have shape {}; the model takes [B, T, {}] (in_dim {})", options.features_path,
+                  shape_string(features.shape()), config.in_dim, config.in_dim);
+        return features.to(dtype);
+    }
+    NCE_CHECK(!features_given, "encode: the model in '{}' is a {}, which takes token ids [B, T]: pass --tokens T.npy "
+              "instead of --features", options.model_path, config.kind);
+    Tensor tokens = read_npy(options.tokens_path);
+    NCE_CHECK(tokens.dtype() == Dtype::Int64, "encode: '{}': token ids must be int64, got {}; save them with "
+              "ids.astype(np.int64)", options.tokens_path, dtype_name(tokens.dtype()));
+    NCE_CHECK(tokens.rank() == 2, "encode: '{}': token ids have shape {}; the model takes [B, T]", options.tokens_path,
+              shape_string(tokens.shape()));
+    NCE_CHECK(tokens.size(1) <= config.max_len, "encode: '{}': sequences of {} tokens are longer than the model's "
+              "max_len {}", options.tokens_path, tokens.size(1), config.max_len);
+    const int64_t* ids = tokens.data<int64_t>();
+    for (int64_t i = 0; i < tokens.numel(); ++i)
+        NCE_CHECK(ids[i] >= 0 && ids[i] < config.vocab_size,
+                  "encode: '{}': token id {} at row {}, position {} is outside the vocabulary [0, {})",
+                  options.tokens_path, ids[i], i / tokens.size(1), i % tokens.size(1), config.vocab_size);
+    return tokens;
+}
+
+// The mask from --mask, or all tokens valid. Values are 0 or 1; every row needs a token.
+Tensor read_mask(const EncodeOptionsCli& options, const Tensor& input) {
+    Shape expected{input.size(0), input.size(1)};
+    if (options.mask_path.empty()) return Tensor::full(expected, 1.0, Dtype::Int64);
+    Tensor mask = read_npy(options.mask_path);
+    NCE_CHECK(mask.shape() == expected, "encode: '{}': the mask has shape {} but the input is {}: it must be [B, T] = {}",
+              options.mask_path, shape_string(mask.shape()), shape_string(input.shape()), shape_string(expected));
+    std::vector<double> values = mask.to_vector();
+    int64_t length = expected[1];
+    for (int64_t row = 0; row < expected[0]; ++row) {
+        bool any_token = false;
+        for (int64_t position = 0; position < length; ++position) {
+            double value = values[row * length + position];
+            NCE_CHECK(value == 0.0 || value == 1.0, "encode: '{}': mask value {} at row {}, position {}; use 1 for a "
+                      "token and 0 for padding", options.mask_path, value, row, position);
+            any_token = any_token || value == 1.0;
+        }
+        NCE_CHECK(any_token, "encode: '{}': row {} of the mask has no token (all 0); every row needs at least one",
+                  options.mask_path, row);
+    }
+    return mask;
+}
+
+int run(const EncodeOptionsCli& options) {
+    NCE_CHECK(!options.model_path.empty(), "encode: --model CKPT.safetensors is required");
+    NCE_CHECK(options.features_path.empty() != options.tokens_path.empty(),
+              "encode: pass exactly one of --features X.npy (sig_predictor) and --tokens T.npy (text_encoder)");
+    NCE_CHECK(!options.out_path.empty(), "encode: --out E.npy is required (where the embeddings go)");
+    NCE_CHECK(options.batch_size >= 1, "encode: --batch-size must be at least 1, got {}", options.batch_size);
+    Dtype dtype = parse_dtype(options.dtype);
+
+    // 1. The model, the input and the mask, all checked before any computing.
+    std::unique_ptr<nn::EmbeddingModel> model = nn::load_model(options.model_path, dtype);
+    Tensor input = read_model_input(options, model->config(), dtype);
+    NCE_CHECK(input.size(0) > 0 && input.size(1) > 0, "encode: '{}': the input {} has no rows or no positions",
+              options.features_path.empty() ? options.tokens_path : options.features_path,
+              shape_string(input.shape()));
+    Tensor mask = read_mask(options, input);
+
+    // 2. Eval mode (dropout off), no graph, batch by batch.
+    model->train(false);
+    NoGradGuard no_graph;
+    std::vector<Tensor> embeddings;
+    int64_t rows = input.size(0);
+    for (int64_t start = 0; start < rows; start += options.batch_size) {
+        int64_t end = std::min(rows, start + options.batch_size);
+        Var batch = model->encode(slice(input, 0, start, end), slice(mask, 0, start, end), nullptr);
+        embeddings.push_back(batch.value().to(Device::CPU));
+    }
+    Tensor result = embeddings.size() == 1 ? embeddings.front() : concat(embeddings, 0);
+    NCE_CHECK(all_finite(result), "encode: the embeddings are not all finite; nothing was written");
+
+    // 3. One atomic write.
+    write_npy(options.out_path, result);
+    fmt::print("encode: {} rows -> '{}' {} {}\n", rows, options.out_path, shape_string(result.shape()),
+               dtype_name(result.dtype()));
+    return 0;
+}
+
+}  // namespace
+
+void add_encode_command(CLI::App& app, int& exit_code) {
+    auto options = std::make_shared<EncodeOptionsCli>();
+    CLI::App* command = app.add_subcommand("encode", "Embed inputs with a checkpoint's model (eval mode) into a .npy file");
+    command->add_option("--model", options->model_path, "Model or training checkpoint (.safetensors with nce_config)");
+    command->add_option("--features", options->features_path, "Features [B, T, in_dim] .npy (float), for a sig_predictor");
+    command->add_option("--tokens", options->tokens_path, "Token ids [B, T] .npy (int64), for a text_encoder");
+    command->add_option("--mask", options->mask_path, "Mask [B, T] .npy (int64 or float; 1 = token, 0 = padding); "
+                        "default: every position is a token");
+    command->add_option("--out", options->out_path, "Where the embeddings [B, out] go (.npy)");
+    command->add_option("--batch-size", options->batch_size, "Rows per forward pass (default 256)");
+    command->add_option("--dtype", options->dtype, "Compute and write in float32 (default) or float64");
+    command->callback([options, &exit_code] { exit_code = run(*options); });
+}
 
 }  // namespace nce::apps

@@ -1,1 +1,315 @@
-// Placeholder: replaced by its implementation.
+// Model and training checkpoints on top of safetensors (the layout is in checkpoint.h).
+#include "nn/checkpoint.h"
+
+#include <algorithm>
+#include <charconv>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "nn/safetensors.h"
+
+namespace nce::nn {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// Metadata keys that nce writes and reads; users' own keys may not start with "nce_".
+constexpr const char* kConfigKey = "nce_config";
+constexpr const char* kKindKey = "nce_checkpoint";  // "model" or "training"
+constexpr const char* kStepKey = "nce_step";
+constexpr const char* kEpochKey = "nce_epoch";
+constexpr const char* kGeneratorSeedKey = "nce_generator_seed";
+constexpr const char* kGeneratorOffsetKey = "nce_generator_offset";
+constexpr const char* kBestMetricKey = "nce_best_metric";
+constexpr const char* kOptimizerPrefix = "optimizer.";
+// The learnable temperature is stored under this name when the model does not register it
+// as one of its named parameters.
+constexpr const char* kLogTauName = "log_tau";
+
+// ---- the model's tensors by name ----
+
+// Every parameter by its state_dict name, plus log_tau if the model keeps it apart.
+std::map<std::string, Var*> parameters_by_name(EmbeddingModel& model) {
+    std::map<std::string, Var*> parameters;
+    for (auto& [name, parameter] : model.named_parameters()) parameters[name] = parameter;
+    if (Var* log_tau = model.log_tau()) {
+        bool registered = false;
+        for (auto& [name, parameter] : parameters) registered = registered || parameter == log_tau;
+        if (!registered) parameters[kLogTauName] = log_tau;
+    }
+    return parameters;
+}
+
+std::map<std::string, Tensor> parameter_tensors(EmbeddingModel& model) {
+    std::map<std::string, Tensor> tensors;
+    for (auto& [name, parameter] : parameters_by_name(model)) tensors[name] = parameter->value();
+    return tensors;
+}
+
+// ---- metadata ----
+
+void check_user_keys(const std::map<std::string, std::string>& metadata, const std::string& path, const char* op) {
+    for (const auto& [key, value] : metadata)
+        NCE_CHECK(key.rfind("nce_", 0) != 0, "{}: '{}': metadata key '{}' is reserved (keys starting with nce_ are "
+                  "written by nce); rename it", op, path, key);
+}
+
+const std::string& required_metadata(const SafetensorsFile& file, const char* key, const std::string& path,
+                                     const char* op) {
+    auto found = file.metadata.find(key);
+    NCE_CHECK(found != file.metadata.end(), "{}: '{}' has no '{}' in its metadata: {}", op, path, key,
+              std::string(key) == kConfigKey
+                  ? "it is not an nce checkpoint (docs/checkpoints.md shows how to add the config to a PyTorch one)"
+                  : "it is not a complete training checkpoint");
+    return found->second;
+}
+
+template <typename Integer>
+Integer parse_integer(const std::string& text, const char* key, const std::string& path) {
+    Integer value{};
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    NCE_CHECK(error == std::errc() && end == text.data() + text.size() && !text.empty(),
+              "load_training_checkpoint: '{}': metadata '{}' must be an integer, found \"{}\"", path, key, text);
+    return value;
+}
+
+double parse_double(const std::string& text, const char* key, const std::string& path) {
+    double value = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    NCE_CHECK(error == std::errc() && end == text.data() + text.size() && !text.empty(),
+              "load_training_checkpoint: '{}': metadata '{}' must be a number, found \"{}\"", path, key, text);
+    return value;
+}
+
+// ---- the config's JSON fields ----
+
+int64_t integer_field(const Json& json, const char* key, const std::string& source) {
+    const Json& value = json.at(key);
+    NCE_CHECK(value.is_number_integer(), "{}: nce_config key '{}' must be an integer, found {}", source, key,
+              value.dump());
+    return value.get<int64_t>();
+}
+
+double number_field(const Json& json, const char* key, const std::string& source) {
+    const Json& value = json.at(key);
+    NCE_CHECK(value.is_number(), "{}: nce_config key '{}' must be a number, found {}", source, key, value.dump());
+    return value.get<double>();
+}
+
+std::string string_field(const Json& json, const char* key, const std::string& source) {
+    const Json& value = json.at(key);
+    NCE_CHECK(value.is_string(), "{}: nce_config key '{}' must be a string, found {}", source, key, value.dump());
+    return value.get<std::string>();
+}
+
+bool bool_field(const Json& json, const char* key, const std::string& source) {
+    const Json& value = json.at(key);
+    NCE_CHECK(value.is_boolean(), "{}: nce_config key '{}' must be true or false, found {}", source, key, value.dump());
+    return value.get<bool>();
+}
+
+// Builds the model nce_config describes; its own checks on the config name the file.
+std::unique_ptr<EmbeddingModel> build_model(const SafetensorsFile& file, const std::string& path, Dtype compute_dtype,
+                                            const char* op) {
+    NCE_CHECK(is_floating(compute_dtype), "{}: '{}': the compute dtype must be float32 or float64, not {}", op, path,
+              dtype_name(compute_dtype));
+    ModelConfig config = config_from_json(required_metadata(file, kConfigKey, path, op), fmt::format("{}: '{}'", op, path));
+    Generator unused_initialisation(0);  // every parameter is overwritten from the file
+    try {
+        return make_model(config, unused_initialisation, compute_dtype);
+    } catch (const Error& error) {
+        fail("{}: '{}': nce_config does not describe a valid model: {}", op, path, error.what());
+    }
+}
+
+// The tensors that are the model's, without a training checkpoint's optimizer state.
+std::map<std::string, Tensor> model_tensors(const SafetensorsFile& file, const std::string& path, const char* op) {
+    auto kind = file.metadata.find(kKindKey);
+    std::string checkpoint_kind = kind == file.metadata.end() ? "model" : kind->second;
+    NCE_CHECK(checkpoint_kind == "model" || checkpoint_kind == "training",
+              "{}: '{}': metadata '{}' is \"{}\"; expected \"model\" or \"training\"", op, path, kKindKey,
+              checkpoint_kind);
+    std::map<std::string, Tensor> tensors;
+    for (const auto& [name, tensor] : file.tensors)
+        if (checkpoint_kind != "training" || name.rfind(kOptimizerPrefix, 0) != 0) tensors[name] = tensor;
+    return tensors;
+}
+
+TrainingState read_training_state(const SafetensorsFile& file, const std::string& path) {
+    const char* op = "load_training_checkpoint";
+    auto kind = file.metadata.find(kKindKey);
+    NCE_CHECK(kind != file.metadata.end() && kind->second == "training",
+              "{}: '{}' is a model checkpoint, not a training checkpoint (it has no optimizer state or step); "
+              "load it with load_model",
+              op, path);
+    TrainingState state;
+    state.step = parse_integer<int64_t>(required_metadata(file, kStepKey, path, op), kStepKey, path);
+    state.epoch = parse_integer<int64_t>(required_metadata(file, kEpochKey, path, op), kEpochKey, path);
+    state.generator_seed =
+        parse_integer<uint64_t>(required_metadata(file, kGeneratorSeedKey, path, op), kGeneratorSeedKey, path);
+    state.generator_offset =
+        parse_integer<uint64_t>(required_metadata(file, kGeneratorOffsetKey, path, op), kGeneratorOffsetKey, path);
+    if (auto best = file.metadata.find(kBestMetricKey); best != file.metadata.end())
+        state.best_metric = parse_double(best->second, kBestMetricKey, path);
+    for (const auto& [key, value] : file.metadata)
+        if (key.rfind("nce_", 0) != 0) state.metadata[key] = value;
+    const std::string prefix = kOptimizerPrefix;
+    for (const auto& [name, tensor] : file.tensors)
+        if (name.rfind(prefix, 0) == 0) state.optimizer_state[name.substr(prefix.size())] = tensor;
+    return state;
+}
+
+}  // namespace
+
+// ---- the configuration as JSON ----
+
+std::string config_to_json(const ModelConfig& config) {
+    Json json = {
+        {"kind", config.kind},
+        {"in_dim", config.in_dim},
+        {"vocab_size", config.vocab_size},
+        {"max_len", config.max_len},
+        {"d_model", config.d_model},
+        {"nhead", config.nhead},
+        {"dim_feedforward", config.dim_feedforward},
+        {"num_layers", config.num_layers},
+        {"dropout", config.dropout},
+        {"activation", config.activation},
+        {"norm_first", config.norm_first},
+        {"layer_norm_eps", config.layer_norm_eps},
+        {"out_dim", config.out_dim},
+        {"learnable_temperature", config.learnable_temperature},
+        {"min_temperature", config.min_temperature},
+        {"max_temperature", config.max_temperature},
+    };
+    return json.dump();
+}
+
+ModelConfig config_from_json(const std::string& text, const std::string& source) {
+    Json json;
+    try {
+        json = Json::parse(text);
+    } catch (const Json::exception& error) {
+        std::string message = error.what();
+        std::size_t close = message.find("] ");
+        fail("{}: nce_config is not valid JSON: {}", source, close == std::string::npos ? message : message.substr(close + 2));
+    }
+    NCE_CHECK(json.is_object(), "{}: nce_config must be a JSON object, found {}", source, json.type_name());
+    static const std::vector<std::string> required = {"kind",       "in_dim",          "vocab_size", "max_len",
+                                                      "d_model",    "nhead",           "dim_feedforward",
+                                                      "num_layers", "dropout",         "activation", "norm_first",
+                                                      "layer_norm_eps", "out_dim"};
+    static const std::vector<std::string> optional = {"learnable_temperature", "min_temperature", "max_temperature"};
+    for (const std::string& key : required)
+        NCE_CHECK(json.contains(key), "{}: nce_config has no '{}' (it needs: {})", source, key,
+                  fmt::join(required, ", "));
+    for (const auto& [key, value] : json.items())
+        NCE_CHECK(std::find(required.begin(), required.end(), key) != required.end() ||
+                      std::find(optional.begin(), optional.end(), key) != optional.end(),
+                  "{}: nce_config has an unknown key '{}'", source, key);
+
+    ModelConfig config;
+    config.kind = string_field(json, "kind", source);
+    config.in_dim = integer_field(json, "in_dim", source);
+    config.vocab_size = integer_field(json, "vocab_size", source);
+    config.max_len = integer_field(json, "max_len", source);
+    config.d_model = integer_field(json, "d_model", source);
+    config.nhead = integer_field(json, "nhead", source);
+    config.dim_feedforward = integer_field(json, "dim_feedforward", source);
+    config.num_layers = integer_field(json, "num_layers", source);
+    config.dropout = number_field(json, "dropout", source);
+    config.activation = string_field(json, "activation", source);
+    config.norm_first = bool_field(json, "norm_first", source);
+    config.layer_norm_eps = number_field(json, "layer_norm_eps", source);
+    config.out_dim = integer_field(json, "out_dim", source);
+    if (json.contains("learnable_temperature"))
+        config.learnable_temperature = bool_field(json, "learnable_temperature", source);
+    if (json.contains("min_temperature")) config.min_temperature = number_field(json, "min_temperature", source);
+    if (json.contains("max_temperature")) config.max_temperature = number_field(json, "max_temperature", source);
+    return config;
+}
+
+// ---- model checkpoints ----
+
+void save_model(const std::string& path, EmbeddingModel& model, const std::map<std::string, std::string>& extra_metadata) {
+    check_user_keys(extra_metadata, path, "save_model");
+    std::map<std::string, std::string> metadata = extra_metadata;
+    metadata[kConfigKey] = config_to_json(model.config());
+    metadata[kKindKey] = "model";
+    write_safetensors(path, parameter_tensors(model), metadata);
+}
+
+std::unique_ptr<EmbeddingModel> load_model(const std::string& path, Dtype compute_dtype) {
+    SafetensorsFile file = read_safetensors(path);
+    std::unique_ptr<EmbeddingModel> model = build_model(file, path, compute_dtype, "load_model");
+    load_parameters(*model, model_tensors(file, path, "load_model"), path);
+    return model;
+}
+
+void load_parameters(EmbeddingModel& model, const std::map<std::string, Tensor>& tensors, const std::string& source) {
+    std::map<std::string, Var*> parameters = parameters_by_name(model);
+    const std::string& kind = model.config().kind;
+    for (const auto& [name, tensor] : tensors)
+        NCE_CHECK(parameters.count(name), "checkpoint '{}': tensor '{}' {} is not a parameter of the {} model", source,
+                  name, shape_string(tensor.shape()), kind);
+    for (auto& [name, parameter] : parameters) {
+        auto found = tensors.find(name);
+        NCE_CHECK(found != tensors.end(), "checkpoint '{}': the {} model's parameter '{}' {} is missing from the file",
+                  source, kind, name, shape_string(parameter->shape()));
+        const Tensor& stored = found->second;
+        NCE_CHECK(stored.shape() == parameter->shape(),
+                  "checkpoint '{}': parameter '{}' is {} in the file but {} in the {} model", source, name,
+                  shape_string(stored.shape()), shape_string(parameter->shape()), kind);
+        NCE_CHECK(is_floating(stored.dtype()), "checkpoint '{}': parameter '{}' is stored as {}; it must be F32 or F64",
+                  source, name, dtype_name(stored.dtype()));
+        Tensor value = stored.to(parameter->dtype()).to(parameter->value().device());
+        if (value.same_storage(stored)) value = value.clone();  // the model owns its parameters
+        parameter->set_value(std::move(value));
+    }
+}
+
+// ---- training checkpoints ----
+
+void save_training_checkpoint(const std::string& path, EmbeddingModel& model, const TrainingState& state) {
+    const char* op = "save_training_checkpoint";
+    check_user_keys(state.metadata, path, op);
+    std::map<std::string, Tensor> tensors = parameter_tensors(model);
+    for (const auto& [name, tensor] : state.optimizer_state) {
+        NCE_CHECK(!name.empty(), "{}: '{}': an optimizer tensor has an empty name", op, path);
+        tensors[kOptimizerPrefix + name] = tensor;
+    }
+    std::map<std::string, std::string> metadata = state.metadata;
+    metadata[kConfigKey] = config_to_json(model.config());
+    metadata[kKindKey] = "training";
+    metadata[kStepKey] = std::to_string(state.step);
+    metadata[kEpochKey] = std::to_string(state.epoch);
+    metadata[kGeneratorSeedKey] = std::to_string(state.generator_seed);
+    metadata[kGeneratorOffsetKey] = std::to_string(state.generator_offset);
+    if (state.best_metric) metadata[kBestMetricKey] = fmt::format("{:.17g}", *state.best_metric);
+    write_safetensors(path, tensors, metadata);
+}
+
+TrainingCheckpoint load_training_checkpoint(const std::string& path, Dtype compute_dtype) {
+    SafetensorsFile file = read_safetensors(path);
+    TrainingCheckpoint checkpoint;
+    checkpoint.state = read_training_state(file, path);
+    checkpoint.model = build_model(file, path, compute_dtype, "load_training_checkpoint");
+    load_parameters(*checkpoint.model, model_tensors(file, path, "load_training_checkpoint"), path);
+    return checkpoint;
+}
+
+TrainingState restore_training_checkpoint(const std::string& path, EmbeddingModel& model) {
+    const char* op = "restore_training_checkpoint";
+    SafetensorsFile file = read_safetensors(path);
+    TrainingState state = read_training_state(file, path);
+    Json saved = Json::parse(config_to_json(
+        config_from_json(required_metadata(file, kConfigKey, path, op), fmt::format("{}: '{}'", op, path))));
+    Json current = Json::parse(config_to_json(model.config()));
+    for (const auto& [key, value] : current.items())
+        NCE_CHECK(saved[key] == value, "{}: '{}': the checkpoint's model has {} = {}, this model has {}; build the model "
+                  "from the checkpoint's config", op, path, key, saved[key].dump(), value.dump());
+    load_parameters(model, model_tensors(file, path, op), path);
+    return state;
+}
+
+}  // namespace nce::nn

@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# Tests of `nce encode`: PyTorch's checkpoints (tests/fixtures/torch_reference/) give
+# PyTorch's embeddings through the command line, the mask and batch options behave, and
+# every bad input is one line on stderr, a non-zero exit, and no output file.
+# Usage: bash tests/encode_cli_test.sh PATH/TO/nce      (meson test runs it as the suite 'encode-cli')
+# The .npy files are written and read with Python's struct module (no NumPy needed).
+set -uo pipefail
+
+if [[ $# -ne 1 || ! -x "$1" ]]; then
+    echo "usage: bash tests/encode_cli_test.sh PATH/TO/nce (got: $*)" >&2
+    exit 2
+fi
+if ! command -v python3 >/dev/null; then
+    echo "python3 not found: skipping (it writes and compares the .npy files)"
+    exit 77  # meson: skipped
+fi
+nce="$1"
+fixtures="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/fixtures/torch_reference"
+if [[ ! -f "$fixtures/sig_predictor.safetensors" ]]; then
+    echo "FAIL: $fixtures/sig_predictor.safetensors not found (tests/fixtures/make_torch_reference.py makes it)"
+    exit 1
+fi
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+stdout="$scratch/stdout"
+stderr="$scratch/stderr"
+failures=0
+
+run() {
+    "$nce" "$@" >"$stdout" 2>"$stderr" </dev/null
+    status=$?
+}
+
+fail() {
+    echo "FAIL: $*"
+    echo "  stdout: $(head -c 2000 "$stdout")"
+    echo "  stderr: $(head -c 2000 "$stderr")"
+    failures=$((failures + 1))
+}
+
+pass() { echo "ok:   $*"; }
+
+expect_exit_zero() {
+    if [[ $status -eq 0 ]]; then pass "$1 exits 0"; else fail "$1 exits $status, expected 0"; fi
+}
+
+expect_in() {
+    if grep -Eq -- "$2" "$1"; then pass "$3"; else fail "$3 (no line matches /$2/)"; fi
+}
+
+# An error: non-zero exit, exactly one line on stderr, "nce: error: ...", matching PATTERN,
+# and no file at OUT.
+expect_one_line_error() {
+    local pattern="$1" out="$2" what="$3"
+    if [[ $status -eq 0 ]]; then fail "$what exits 0, expected non-zero"; return; fi
+    local lines
+    lines=$(wc -l <"$stderr")
+    if [[ $lines -ne 1 ]]; then fail "$what prints $lines lines on stderr, expected 1"; return; fi
+    if ! grep -Eq -- "^nce: error: .*$pattern" "$stderr"; then fail "$what: stderr does not match /$pattern/"; return; fi
+    if [[ -e "$out" ]]; then fail "$what wrote $out"; return; fi
+    pass "$what: one line, exit $status, names /$pattern/, nothing written"
+}
+
+# The Python helper: `npy write PATH DESCR SHAPE VALUES`, `npy convert IN OUT DESCR`,
+# `npy compare A B TOLERANCE` (same shape, max |a - b| <= tolerance), `npy descr PATH`.
+helper="$scratch/npy.py"
+cat >"$helper" <<'PYTHON'
+import json, math, struct, sys
+
+CODES = {"<f8": "d", "<f4": "f", "<i8": "q"}
+
+def write(path, descr, shape, values):
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, repr(tuple(shape)))
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1"))
+        f.write(struct.pack("<%d%s" % (len(values), CODES[descr]), *values))
+
+def read(path):
+    data = open(path, "rb").read()
+    assert data[:6] == b"\x93NUMPY", "not an npy file"
+    major = data[6]
+    length, start = (struct.unpack("<H", data[8:10])[0], 10) if major == 1 else (struct.unpack("<I", data[8:12])[0], 12)
+    header = eval(data[start:start + length].decode("latin1"))
+    count = math.prod(header["shape"])
+    code = CODES[header["descr"]]
+    size = struct.calcsize(code)
+    values = struct.unpack("<%d%s" % (count, code), data[start + length:start + length + size * count])
+    return header["descr"], list(header["shape"]), list(values)
+
+command = sys.argv[1]
+if command == "write":
+    write(sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), json.loads(sys.argv[5]))
+elif command == "convert":
+    _, shape, values = read(sys.argv[2])
+    write(sys.argv[3], sys.argv[4], shape, [float(v) for v in values] if sys.argv[4] != "<i8" else values)
+elif command == "compare":
+    _, shape_a, a = read(sys.argv[2])
+    _, shape_b, b = read(sys.argv[3])
+    if shape_a != shape_b:
+        sys.exit("shapes differ: %s vs %s" % (shape_a, shape_b))
+    difference = max(abs(x - y) for x, y in zip(a, b))
+    if difference > float(sys.argv[4]):
+        sys.exit("max difference %g > %s" % (difference, sys.argv[4]))
+elif command == "descr":
+    print(read(sys.argv[2])[0])
+PYTHON
+npy() { python3 "$helper" "$@"; }
+
+sig="$fixtures/sig_predictor"
+text="$fixtures/text_encoder"
+
+# --- help ---
+run encode --help
+expect_exit_zero "nce encode --help"
+expect_in "$stdout" '--model' "nce encode --help documents --model"
+expect_in "$stdout" '--batch-size' "nce encode --help documents --batch-size"
+
+# --- PyTorch's embeddings, float64 and float32 ---
+out="$scratch/sig64.npy"
+run encode --model "$sig.safetensors" --features "${sig}_features.npy" --mask "${sig}_mask.npy" --out "$out" --dtype float64
+expect_exit_zero "encode sig_predictor --dtype float64"
+expect_in "$stdout" '3 rows' "encode reports the rows it embedded"
+if [[ "$(npy descr "$out")" == "<f8" ]]; then pass "--dtype float64 writes float64"; else fail "--dtype float64 wrote $(npy descr "$out")"; fi
+if message=$(npy compare "$out" "${sig}_expected.npy" 1e-10 2>&1); then pass "sig_predictor float64 matches PyTorch to 1e-10"
+else fail "sig_predictor float64 vs PyTorch: $message"; fi
+
+out="$scratch/text32.npy"
+run encode --model "$text.safetensors" --tokens "${text}_ids.npy" --mask "${text}_mask.npy" --out "$out" --batch-size 2
+expect_exit_zero "encode text_encoder in batches of 2"
+if [[ "$(npy descr "$out")" == "<f4" ]]; then pass "the default dtype writes float32"; else fail "default dtype wrote $(npy descr "$out")"; fi
+if message=$(npy compare "$out" "${text}_expected.npy" 1e-5 2>&1); then pass "text_encoder float32 (batches of 2) matches PyTorch to 1e-5"
+else fail "text_encoder float32 vs PyTorch: $message"; fi
+
+# --- the mask: a float mask reads like the int64 one; no mask means every position ---
+npy convert "${text}_mask.npy" "$scratch/mask_float.npy" '<f8'
+run encode --model "$text.safetensors" --tokens "${text}_ids.npy" --mask "$scratch/mask_float.npy" --out "$scratch/float_mask.npy" --batch-size 2
+expect_exit_zero "encode with a float64 mask"
+if cmp -s "$scratch/float_mask.npy" "$scratch/text32.npy"; then pass "a float mask gives the same embeddings"; else fail "a float mask changed the embeddings"; fi
+
+npy write "$scratch/all_tokens.npy" '<i8' '[3, 7]' "[$(printf '1,%.0s' {1..20})1]"
+run encode --model "$text.safetensors" --tokens "${text}_ids.npy" --mask "$scratch/all_tokens.npy" --out "$scratch/all.npy"
+expect_exit_zero "encode with an all-ones mask"
+run encode --model "$text.safetensors" --tokens "${text}_ids.npy" --out "$scratch/no_mask.npy"
+expect_exit_zero "encode without --mask"
+if cmp -s "$scratch/all.npy" "$scratch/no_mask.npy"; then pass "no --mask means every position is a token"; else fail "no --mask differs from an all-ones mask"; fi
+
+# --- errors: one line, non-zero exit, nothing written ---
+out="$scratch/never.npy"
+run encode --model "$text.safetensors" --features "${sig}_features.npy" --out "$out"
+expect_one_line_error "text_encoder, which takes token ids.*--tokens" "$out" "features for a text_encoder"
+run encode --model "$sig.safetensors" --tokens "${text}_ids.npy" --out "$out"
+expect_one_line_error "sig_predictor, which takes features.*--features" "$out" "tokens for a sig_predictor"
+run encode --model "$sig.safetensors" --features "${sig}_features.npy" --mask "${sig}_features.npy" --out "$out"
+expect_one_line_error "mask has shape \[3, 7, 6\] but the input is \[3, 7, 6\]" "$out" "a mask of the wrong shape"
+run encode --model "$text.safetensors" --tokens "${text}_ids.npy" --mask "${text}_ids.npy" --out "$out"
+expect_one_line_error "mask value [0-9]+ at row" "$out" "a mask with values other than 0 and 1"
+npy write "$scratch/empty_row.npy" '<i8' '[3, 7]' "[$(printf '1,%.0s' {1..13})1,0,0,0,0,0,0,0]"
+run encode --model "$text.safetensors" --tokens "${text}_ids.npy" --mask "$scratch/empty_row.npy" --out "$out"
+expect_one_line_error "row 2 of the mask has no token" "$out" "a mask row with no token"
+npy write "$scratch/bad_ids.npy" '<i8' '[2, 3]' '[1, 2, 3, 4, 20, 5]'
+run encode --model "$text.safetensors" --tokens "$scratch/bad_ids.npy" --out "$out"
+expect_one_line_error "token id 20 at row 1, position 1 is outside the vocabulary \[0, 20\)" "$out" "a token id out of the vocabulary"
+npy write "$scratch/negative_ids.npy" '<i8' '[1, 2]' '[-1, 2]'
+run encode --model "$text.safetensors" --tokens "$scratch/negative_ids.npy" --out "$out"
+expect_one_line_error "token id -1 at row 0, position 0" "$out" "a negative token id"
+npy write "$scratch/long_ids.npy" '<i8' '[1, 11]' '[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]'
+run encode --model "$text.safetensors" --tokens "$scratch/long_ids.npy" --out "$out"
+expect_one_line_error "11 tokens are longer than the model's max_len 10" "$out" "sequences longer than max_len"
+run encode --model "$text.safetensors" --tokens "${text}_mask.npy" --features "${sig}_features.npy" --out "$out"
+expect_one_line_error "exactly one of --features" "$out" "both --features and --tokens"
+run encode --model "$text.safetensors" --out "$out"
+expect_one_line_error "exactly one of --features" "$out" "neither --features nor --tokens"
+run encode --model "$sig.safetensors" --features "${sig}_features.npy" --out "$out" --batch-size 0
+expect_one_line_error "--batch-size must be at least 1" "$out" "--batch-size 0"
+run encode --model "$sig.safetensors" --features "${sig}_features.npy" --out "$out" --dtype int64
+expect_one_line_error "int64" "$out" "--dtype int64"
+run encode --model "${sig}_features.npy" --features "${sig}_features.npy" --out "$out"
+expect_one_line_error "sig_predictor_features\.npy" "$out" "a .npy file as the model"
+run encode --model "$scratch/missing.safetensors" --features "${sig}_features.npy" --out "$out"
+expect_one_line_error "missing\.safetensors" "$out" "a model file that does not exist"
+run encode --model "$sig.safetensors" --features "$scratch/missing.npy" --out "$out"
+expect_one_line_error "missing\.npy" "$out" "a features file that does not exist"
+
+echo
+if [[ $failures -eq 0 ]]; then
+    echo "all encode-cli tests passed"
+    exit 0
+fi
+echo "$failures encode-cli test(s) failed"
+exit 1
