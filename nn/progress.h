@@ -1,0 +1,54 @@
+// A one-line progress bar for training, redrawn in place on stderr:
+//
+//   step 120/1000 [###-------------------]  loss 2.3141  lr 1.00e-04  512 samples/s  ETA 3m12s
+//
+// It draws only when stderr is a terminal, so logs redirected to a file stay clean (the
+// JSON-lines metrics log is the record of a run; the bar is for watching it).
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace nce::nn {
+
+// What the bar shows after a step.
+struct ProgressState {
+    int64_t step = 0;                 // steps done, counted from the start of training
+    int64_t total_steps = 0;          // steps the run will take when it is not stopped early
+    double loss = 0;
+    double learning_rate = 0;
+    double samples_per_second = 0;
+    double seconds_remaining = -1;    // negative: not known yet
+};
+
+// The bar's text, without the carriage return; `width` is the number of bar cells.
+std::string format_progress(const ProgressState& state, int width = 20);
+// 42 -> "42s", 192 -> "3m12s", 3720 -> "1h02m".
+std::string format_duration(double seconds);
+
+class ProgressBar {
+public:
+    // Draws only when `enabled` and stderr is a terminal.
+    explicit ProgressBar(bool enabled = true);
+    ~ProgressBar();
+    ProgressBar(const ProgressBar&) = delete;
+    ProgressBar& operator=(const ProgressBar&) = delete;
+
+    bool active() const { return active_; }
+    // Redraws the bar, at most ten times a second (the last step always draws).
+    void update(const ProgressState& state);
+    // Prints a line of its own (an evaluation's result) above the bar.
+    void message(const std::string& line);
+    // Ends the bar's line, so whatever is printed next starts on a fresh one.
+    void finish();
+
+private:
+    void clear_line();
+
+    bool active_ = false;
+    bool drawn_ = false;
+    std::string last_line_;
+    std::chrono::steady_clock::time_point last_draw_{};
+};
+
+}  // namespace nce::nn
