@@ -37,11 +37,14 @@ void* CachingAllocator::allocate(std::size_t bytes) {
             return pointer;
         }
     }
-    void* pointer = std::aligned_alloc(64, rounded);
+    // aligned_alloc wants a size that is a multiple of the alignment; the classes below 256
+    // bytes (80, 96, 112, 160, 224) are not, so ask for the next multiple of 64.
+    std::size_t aligned_bytes = (rounded + 63) / 64 * 64;
+    void* pointer = std::aligned_alloc(64, aligned_bytes);
     if (pointer == nullptr) {
         // Give the cache back to the system and try once more before giving up.
         empty_cache();
-        pointer = std::aligned_alloc(64, rounded);
+        pointer = std::aligned_alloc(64, aligned_bytes);
     }
     if (pointer == nullptr) {
         std::lock_guard lock(mutex_);

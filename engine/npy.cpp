@@ -278,7 +278,7 @@ std::string npy_preamble(const Tensor& tensor, const std::string& path) {
 
 }  // namespace
 
-Tensor read_npy(const std::string& path) {
+NpyLayout read_npy_layout(const std::string& path) {
     std::error_code error;
     NCE_CHECK(!std::filesystem::is_directory(path, error), "read_npy: '{}' is a directory, not a .npy file", path);
     std::ifstream file(path, std::ios::binary);
@@ -328,9 +328,18 @@ Tensor read_npy(const std::string& path) {
     NCE_CHECK(actual == *expected,
               "read_npy: '{}' has {} data bytes where shape {} {} needs {}: extra bytes after the data", path, actual,
               shape_string(header.shape), dtype_name(dtype), *expected);
-    Tensor tensor = Tensor::empty(header.shape, dtype);
-    NCE_CHECK(file.read(static_cast<char*>(tensor.raw_data()), static_cast<std::streamsize>(*expected)),
-              "read_npy: '{}': reading {} data bytes failed", path, *expected);
+    return NpyLayout{dtype, header.shape, data_offset};
+}
+
+Tensor read_npy(const std::string& path) {
+    NpyLayout layout = read_npy_layout(path);
+    std::ifstream file(path, std::ios::binary);
+    NCE_CHECK(file.is_open(), "read_npy: cannot open '{}': {}", path, std::strerror(errno));
+    file.seekg(static_cast<std::streamoff>(layout.data_offset));
+    uint64_t expected = static_cast<uint64_t>(shape_numel(layout.shape)) * dtype_size(layout.dtype);
+    Tensor tensor = Tensor::empty(layout.shape, layout.dtype);
+    NCE_CHECK(file.read(static_cast<char*>(tensor.raw_data()), static_cast<std::streamsize>(expected)),
+              "read_npy: '{}': reading {} data bytes failed", path, expected);
     return tensor;
 }
 

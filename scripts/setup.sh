@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Prepares a clone of nce on Debian 12: installs the packages the build needs (only those
+# missing; apt is not touched when all are present), configures build/ once, and builds it.
+# Safe to run again and again; runnable from any directory. Needs root or sudo only when a
+# package is missing.
+set -euo pipefail
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo_root"
+
+# Build tools; the engine's libraries; data/ and eval/ (SentencePiece, FAISS: cmake finds
+# it); tests and benchmarks (python3 writes the .npy fixtures of the loss CLI test).
+packages=(
+    meson ninja-build pkg-config g++ cmake
+    libeigen3-dev libopenblas-dev libtbb-dev libfmt-dev libcli11-dev nlohmann-json3-dev
+    libsentencepiece-dev libfaiss-dev
+    doctest-dev libbenchmark-dev python3
+)
+
+say() { echo "setup: $*"; }
+
+is_installed() {
+    dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
+}
+
+install_missing_packages() {
+    if ! command -v dpkg-query >/dev/null 2>&1; then
+        say "dpkg-query not found (not Debian?): install these yourself if the build fails: ${packages[*]}"
+        return
+    fi
+    local missing=()
+    for package in "${packages[@]}"; do
+        is_installed "$package" || missing+=("$package")
+    done
+    if [[ ${#missing[@]} -eq 0 ]]; then
+        say "all ${#packages[@]} packages present"
+        return
+    fi
+
+    local as_root=()
+    if [[ $(id -u) -ne 0 ]]; then
+        if ! command -v sudo >/dev/null 2>&1; then
+            say "missing packages: ${missing[*]}; run as root or install sudo" >&2
+            exit 1
+        fi
+        as_root=(sudo)
+    fi
+    say "installing ${missing[*]}"
+    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+configure_build() {
+    if [[ -f build/build.ninja ]]; then
+        say "build/ already configured"
+    elif [[ -f build/meson-private/coredata.dat ]]; then
+        say "build/ half configured: reconfiguring"
+        meson setup --reconfigure build
+    else
+        say "configuring build/"
+        meson setup build
+    fi
+}
+
+install_missing_packages
+configure_build
+say "building (ninja -C build)"
+ninja -C build
+say "done"

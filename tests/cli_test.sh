@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Tests of the `nce` command line: exit codes, and what goes to stdout and stderr.
+# Usage: bash tests/cli_test.sh PATH/TO/nce      (meson test runs it as the suite 'cli')
+set -uo pipefail
+
+if [[ $# -ne 1 || ! -x "$1" ]]; then
+    echo "usage: bash tests/cli_test.sh PATH/TO/nce (got: $*)" >&2
+    exit 2
+fi
+nce="$1"
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+stdout="$scratch/stdout"
+stderr="$scratch/stderr"
+failures=0
+
+# run ARGS...: runs nce with ARGS, keeping its exit code in $status and its output in files.
+run() {
+    "$nce" "$@" >"$stdout" 2>"$stderr" </dev/null
+    status=$?
+}
+
+fail() {
+    echo "FAIL: $*"
+    echo "  stdout: $(head -c 2000 "$stdout")"
+    echo "  stderr: $(head -c 2000 "$stderr")"
+    failures=$((failures + 1))
+}
+
+pass() { echo "ok:   $*"; }
+
+expect_exit_zero() {
+    local what="$1"
+    if [[ $status -eq 0 ]]; then pass "$what exits 0"; else fail "$what exits $status, expected 0"; fi
+}
+
+expect_exit_nonzero() {
+    local what="$1"
+    if [[ $status -ne 0 ]]; then pass "$what exits non-zero ($status)"; else fail "$what exits 0, expected non-zero"; fi
+}
+
+# expect_in FILE PATTERN WHAT: FILE contains a line matching the extended regex PATTERN.
+expect_in() {
+    local file="$1" pattern="$2" what="$3"
+    if grep -Eq -- "$pattern" "$file"; then pass "$what"; else fail "$what (no line matches /$pattern/)"; fi
+}
+
+# --- help ---
+run --help
+expect_exit_zero "nce --help"
+expect_in "$stdout" '^Usage: ' "nce --help prints a usage line"
+expect_in "$stdout" 'gradcheck' "nce --help lists the gradcheck subcommand"
+
+run gradcheck --help
+expect_exit_zero "nce gradcheck --help"
+expect_in "$stdout" '--dtype' "nce gradcheck --help documents --dtype"
+
+# --- a known op: a table with a header, passing rows and a summary ---
+run gradcheck matmul
+expect_exit_zero "nce gradcheck matmul"
+expect_in "$stdout" '^op +inputs +max abs err +max rel err +result$' "gradcheck prints the table header"
+expect_in "$stdout" '^matmul .* pass$' "gradcheck prints passing matmul rows"
+expect_in "$stdout" '^[1-9][0-9]* passed, 0 failed' "gradcheck prints the summary with 0 failed"
+if grep -q 'FAIL' "$stdout"; then fail "nce gradcheck matmul printed a FAIL row"; else pass "no FAIL row for matmul"; fi
+if [[ -s "$stderr" ]]; then fail "nce gradcheck matmul wrote to stderr"; else pass "nce gradcheck matmul keeps stderr empty"; fi
+
+run gradcheck --dtype float32 matmul
+expect_exit_zero "nce gradcheck --dtype float32 matmul"
+expect_in "$stdout" 'float32' "gradcheck --dtype float32 says float32"
+
+# --- an unknown op: one line on stderr naming the problem ---
+run gradcheck nosuchop
+expect_exit_nonzero "nce gradcheck nosuchop"
+expect_in "$stderr" 'unknown op' "nce gradcheck nosuchop says 'unknown op' on stderr"
+stderr_lines=$(wc -l <"$stderr")
+if [[ $stderr_lines -eq 1 ]]; then pass "unknown op: exactly one stderr line"; else fail "unknown op: $stderr_lines stderr lines, expected 1"; fi
+
+# --- bad arguments ---
+run gradcheck --dtype float16 matmul
+expect_exit_nonzero "nce gradcheck --dtype float16 matmul"
+expect_in "$stderr" 'float16' "a bad --dtype is named on stderr"
+
+run
+expect_exit_nonzero "nce with no subcommand"
+
+run nosuchcommand
+expect_exit_nonzero "nce nosuchcommand"
+
+echo "$failures failure(s)"
+[[ $failures -eq 0 ]]
