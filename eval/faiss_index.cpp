@@ -8,6 +8,8 @@
 #include <numeric>
 #include <vector>
 
+#include <omp.h>
+
 #include <faiss/IndexFlat.h>
 #include <faiss/IndexHNSW.h>
 #include <faiss/IndexIDMap.h>
@@ -15,6 +17,7 @@
 #include <faiss/index_io.h>
 
 #include "engine/tensor_math.h"
+#include "engine/threads.h"
 
 namespace nce::eval {
 namespace {
@@ -56,6 +59,7 @@ FaissIndex FaissIndex::build(const Tensor& embeddings, const FaissIndexOptions& 
     check_float32_rows(embeddings, "FaissIndex::build", "embeddings");
     NCE_CHECK(embeddings.size(0) > 0, "FaissIndex::build: no embeddings; give at least one row");
     Tensor host = embeddings.to(Device::CPU);
+    omp_set_num_threads(num_threads());  // FAISS's OpenMP threads follow NCE_NUM_THREADS too
     std::unique_ptr<faiss::Index> index = make_index(host.size(1), options);
     index->add(host.size(0), host.data<float>());
     return FaissIndex(std::move(index));
@@ -68,6 +72,7 @@ FaissIndex FaissIndex::build(const Tensor& embeddings, const Tensor& ids, const 
               dtype_name(ids.dtype()), shape_string(ids.shape()));
     NCE_CHECK(embeddings.size(0) > 0, "FaissIndex::build: no embeddings; give at least one row");
     Tensor host = embeddings.to(Device::CPU), host_ids = ids.to(Device::CPU);
+    omp_set_num_threads(num_threads());
     auto id_map = std::make_unique<faiss::IndexIDMap>(make_index(host.size(1), options).release());
     id_map->own_fields = true;
     id_map->add_with_ids(host.size(0), host.data<float>(), host_ids.data<int64_t>());
@@ -112,6 +117,7 @@ TopK FaissIndex::search(const Tensor& queries, int64_t k) const {
     Tensor host = queries.to(Device::CPU);
     int64_t query_count = host.size(0);
     TopK result{Tensor::empty({query_count, k}, Dtype::Int64), Tensor::empty({query_count, k}, Dtype::Float32)};
+    omp_set_num_threads(num_threads());
     index_->search(query_count, host.data<float>(), k, result.scores.data<float>(), result.indices.data<int64_t>());
 
     // Within each row, equal scores by lower id (missing hits, id -1, stay last).
