@@ -109,12 +109,9 @@ Var rank_infonce(const Var& q, const Var& p, const Tensor& qid, const Tensor& ra
     return Var::from_op(kLoss, forward.loss, {q, p, log_tau},
         [qv = q.value(), pv = p.value(), probabilities = forward.probabilities, targets, temperature,
          log_tau_like = log_tau.detach()](const Tensor& dloss) -> Grads {
-            double tau = temperature.tau;
             Tensor dlogits = soft_target_cross_entropy_gradient(probabilities, targets) * dloss.item();  // [N, N]
-            Tensor dq = matmul(dlogits, pv) * (1.0 / tau);                                             // [N, d]
-            Tensor dp = matmul(dlogits, qv, Transpose::First) * (1.0 / tau);                          // [N, d]
-            double dtau = -sum(qv * dq).item() / tau;
-            return {dq, dp, log_tau_gradient(temperature, dtau, log_tau_like)};
+            LogitGradients gradients = backward_through_logits(dlogits, qv, pv, temperature.tau);
+            return {gradients.dq, gradients.dp, log_tau_gradient(temperature, gradients.dtau, log_tau_like)};
         });
 }
 

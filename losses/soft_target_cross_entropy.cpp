@@ -20,4 +20,12 @@ Tensor soft_target_cross_entropy_gradient(const Tensor& probabilities, const Ten
     return (target_mass * probabilities - targets) * (1.0 / rows);       // [N, C]
 }
 
+LogitGradients backward_through_logits(const Tensor& dlogits, const Tensor& q, const Tensor& p, double tau) {
+    LogitGradients gradients;
+    gradients.dq = matmul(dlogits, p) * (1.0 / tau);
+    gradients.dp = matmul(dlogits, q, Transpose::First) * (1.0 / tau);
+    gradients.dtau = -sum(q * gradients.dq).item() / tau;
+    return gradients;
+}
+
 }  // namespace nce::losses

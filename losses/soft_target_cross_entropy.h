@@ -30,4 +30,15 @@ SoftTargetCrossEntropy soft_target_cross_entropy(const Tensor& logits, const Ten
 // dL/dl = ( rowsum(T) ⊙ P - T ) / N     [N, C]
 Tensor soft_target_cross_entropy_gradient(const Tensor& probabilities, const Tensor& targets);
 
+// Back through the logits l = q p^T / tau, given G = dL/dl [N, N]:
+//   dL/dq   = G · p / tau              [N, N]·[N, d]
+//   dL/dp   = G^T · q / tau            [N, N]·[N, d]
+//   dL/dtau = -(1/tau) sum_ij G_ij l_ij = -(1/tau) sum(q ⊙ dL/dq)   (l_ij = q_i·p_j / tau),
+// so the logits need not be kept for the temperature's gradient.
+struct LogitGradients {
+    Tensor dq, dp;
+    double dtau = 0;
+};
+LogitGradients backward_through_logits(const Tensor& dlogits, const Tensor& q, const Tensor& p, double tau);
+
 }  // namespace nce::losses
