@@ -13,6 +13,10 @@ int main(int argc, char** argv) {
     nce::apps::add_loss_command(app, exit_code);
     nce::apps::add_encode_command(app, exit_code);
     nce::apps::add_data_command(app, exit_code);
+    nce::apps::add_korquad_command(app, exit_code);
+    nce::apps::add_stackexchange_command(app, exit_code);
+    nce::apps::add_code_command(app, exit_code);
+    nce::apps::add_bench_command(app, exit_code);
     try {
         app.parse(argc, argv);  // runs the chosen subcommand
     } catch (const CLI::ParseError& error) {

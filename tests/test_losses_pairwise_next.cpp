@@ -1,0 +1,2 @@
+// PLACEHOLDER: being written (issue 4).
+#include "tests/test_helpers.h"
