@@ -1,8 +1,173 @@
-// PLACEHOLDER: being written.
+// nce bench loss NAME --n N --d D [--neg M] [--threads T] [--reps R] [--warmup W]
+//                 [--tau TAU] [--block-rows B] [--dtype float32|float64]
+//
+// Times the forward and backward of one loss and prints one JSON line: the median and
+// fastest run in milliseconds and the process's peak resident memory (getrusage), so that
+// benchmarks/peer/loss_peer.py (PyTorch, same arguments, same line) compares one to one.
+//
+// infonce and infonce_symmetric get q, p [N, d] (and [M, d] negatives with --neg) of
+// random unit rows and a fixed temperature; for them the line also gives the GEMM rate,
+// counting the three N·(N+M)·d products any InfoNCE forward + backward needs (the logits,
+// dq and dC: 6·N·(N+M)·d flops). Any other loss of the catalogue runs on its own example
+// problem (LossDefinition::example) of N rows of dimension d.
+//
+// One run: fresh leaves, the loss, backward(). The first `--warmup` runs (default 1) fill
+// the caching allocator and are left out of the timing. Inputs come from seed 1.
+#include <fmt/core.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
 #include "apps/commands.h"
+#include "engine/nce.h"
+#include "losses/losses.h"
 
 namespace nce::apps {
+namespace {
 
-void add_bench_loss_command(CLI::App& app, int& exit_code) { (void)app; (void)exit_code; }
+struct BenchLossOptions {
+    std::string name;
+    int64_t n = 4096;
+    int64_t d = 384;
+    int64_t negatives = 0;
+    int threads = 0;  // 0: NCE_NUM_THREADS (default all cores)
+    int reps = 5;
+    int warmup = 1;
+    double tau = 0.05;
+    int64_t block_rows = 0;  // 0: automatic
+    std::string dtype = "float32";
+};
+
+// [rows, d] standard normal rows divided by their length, drawn directly in `dtype` (no
+// float64 copy of a large input inflates the peak memory).
+Tensor random_unit_rows(Generator& generator, int64_t rows, int64_t d, Dtype dtype) {
+    Tensor x = generator.normal({rows, d}, dtype);
+    return x / sqrt(sum(x * x, 1, /*keepdim=*/true));
+}
+
+double peak_resident_mebibytes() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+// One forward + backward, given fresh leaves each time. Returns the loss.
+using LossRun = std::function<double()>;
+
+LossRun infonce_run(const BenchLossOptions& options, Dtype dtype) {
+    Generator generator(1);
+    Tensor q = random_unit_rows(generator, options.n, options.d, dtype);
+    Tensor p = random_unit_rows(generator, options.n, options.d, dtype);
+    Tensor negatives = options.negatives > 0 ? random_unit_rows(generator, options.negatives, options.d, dtype) : Tensor();
+    bool symmetric = options.name == "infonce_symmetric";
+    losses::LogitBlocking blocking{options.block_rows};
+    return [=] {
+        Var q_leaf(q, true), p_leaf(p, true);
+        Var negatives_leaf = negatives.defined() ? Var(negatives, true) : Var();
+        Var loss = symmetric ? losses::infonce_symmetric(q_leaf, p_leaf, negatives_leaf, Var(), options.tau, blocking)
+                             : losses::infonce(q_leaf, p_leaf, negatives_leaf, Var(), options.tau, blocking);
+        loss.backward();
+        return loss.value().item();
+    };
+}
+
+LossRun catalogue_run(const BenchLossOptions& options, Dtype dtype) {
+    const losses::LossDefinition& definition = losses::find_loss(options.name);
+    Generator generator(1);
+    std::map<std::string, Tensor> inputs = definition.example(generator, options.n, options.d);
+    for (auto& [name, value] : inputs)
+        if (is_floating(value.dtype()) && name != "qid") value = value.to(dtype);
+    return [&definition, inputs] {
+        losses::LossArguments arguments = losses::make_arguments(definition, inputs, {});
+        Var loss = definition.compute(arguments);
+        if (loss.requires_grad()) loss.backward();
+        return loss.value().item();
+    };
+}
+
+int run(const BenchLossOptions& options) {
+    NCE_CHECK(!options.name.empty(), "bench loss: name a loss, e.g. nce bench loss infonce --n 4096 --d 384");
+    losses::find_loss(options.name);  // an unknown name is one line listing the known ones
+    NCE_CHECK(options.n >= 2, "bench loss: --n {} is too small; the InfoNCE family needs at least 2 rows", options.n);
+    NCE_CHECK(options.dtype == "float32" || options.dtype == "float64",
+              "bench loss: --dtype must be float32 or float64, got '{}'", options.dtype);
+    Dtype dtype = options.dtype == "float32" ? Dtype::Float32 : Dtype::Float64;
+    if (options.threads > 0) set_num_threads(options.threads);
+
+    bool infonce_family = options.name == "infonce" || options.name == "infonce_symmetric";
+    NCE_CHECK(infonce_family || (options.negatives == 0 && options.block_rows == 0),
+              "bench loss: --neg and --block-rows apply to infonce and infonce_symmetric only, not {}", options.name);
+    LossRun run_once = infonce_family ? infonce_run(options, dtype) : catalogue_run(options, dtype);
+
+    double loss = 0;
+    for (int w = 0; w < options.warmup; ++w) loss = run_once();
+    std::vector<double> milliseconds;
+    for (int r = 0; r < options.reps; ++r) {
+        auto start = std::chrono::steady_clock::now();
+        loss = run_once();
+        milliseconds.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    }
+    NCE_CHECK(std::isfinite(loss), "bench loss: the loss came out {}; the inputs or the build are broken", loss);
+    std::vector<double> sorted = milliseconds;
+    std::sort(sorted.begin(), sorted.end());
+    size_t middle = sorted.size() / 2;
+    double median = sorted.size() % 2 ? sorted[middle] : 0.5 * (sorted[middle - 1] + sorted[middle]);
+
+    nlohmann::ordered_json line;
+    line["bench"] = "loss";
+    line["side"] = "nce";
+    line["name"] = options.name;
+    line["n"] = options.n;
+    line["d"] = options.d;
+    line["neg"] = options.negatives;
+    line["dtype"] = options.dtype;
+    line["threads"] = num_threads();
+    line["reps"] = options.reps;
+    line["median_ms"] = median;
+    line["min_ms"] = sorted.front();
+    if (infonce_family) {
+        double flops = 6.0 * double(options.n) * double(options.n + options.negatives) * double(options.d);
+        line["gemm_gflop"] = flops / 1e9;
+        line["gemm_gflop_per_s"] = flops / 1e9 / (median / 1000.0);
+        line["block_rows"] = losses::logit_block_rows(losses::LogitBlocking{options.block_rows}, options.n,
+                                                      options.n + options.negatives);
+    }
+    line["peak_rss_mib"] = peak_resident_mebibytes();
+    line["blas_core"] = blas_core_name();
+    line["loss"] = loss;
+    line["times_ms"] = milliseconds;
+    fmt::print("{}\n", line.dump());
+    return 0;
+}
+
+}  // namespace
+
+void add_bench_loss_command(CLI::App& bench, int& exit_code) {
+    auto options = std::make_shared<BenchLossOptions>();
+    CLI::App* command = bench.add_subcommand("loss", "Time a loss's forward + backward; prints one JSON line");
+    command->add_option("name", options->name, "the loss: infonce, infonce_symmetric, or any of nce loss --list")
+        ->required();
+    command->add_option("--n", options->n, "rows N of q and p (default 4096)")->check(CLI::Range(int64_t{2}, int64_t{1} << 24));
+    command->add_option("--d", options->d, "embedding dimension d (default 384)")->check(CLI::Range(1, 65536));
+    command->add_option("--neg", options->negatives, "extra negatives M for infonce / infonce_symmetric (default 0)")
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+    command->add_option("--threads", options->threads, "threads for oneTBB and OpenBLAS (default NCE_NUM_THREADS)")
+        ->check(CLI::Range(1, 4096));
+    command->add_option("--reps", options->reps, "timed runs (the median is reported)")->check(CLI::Range(1, 10000));
+    command->add_option("--warmup", options->warmup, "untimed runs first (default 1)")->check(CLI::Range(0, 10000));
+    command->add_option("--tau", options->tau, "temperature (default 0.05)")->check(CLI::PositiveNumber);
+    command->add_option("--block-rows", options->block_rows,
+                        "rows of logits formed at a time (default 0: automatic); any value bounds the memory")
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+    command->add_option("--dtype", options->dtype, "float32 (default) or float64");
+    command->callback([options, &exit_code] { exit_code = run(*options); });
+}
 
 }  // namespace nce::apps

@@ -1,8 +1,223 @@
-// PLACEHOLDER: being written.
+// nce bench step --model sig_predictor|text_encoder [--batch B] [--seq T] [--threads N] [--reps R]
+//
+// Times one whole training step of one of the two models and prints one JSON line: the
+// median and fastest step in milliseconds, samples per second (batch / median) and the
+// process's peak resident memory. A step is what a training loop does per batch:
+//
+//   zero the gradients -> encode -> loss -> backward -> AdamW step
+//
+// The two configurations are those of the performance issue (benchmarks/README.md), and
+// benchmarks/peer/step_peer.py builds the same two in PyTorch, so the two lines compare:
+//
+//   sig_predictor  features [B, T, 2048] -> d_model 512, 8 heads, feed-forward 2048,
+//                  2 layers, dropout 0.1, out_dim 256; InfoNCE of the B predicted
+//                  embeddings against B fixed target embeddings, learnable temperature.
+//                  Defaults B = 64, T = 64.
+//   text_encoder   token ids [B, T] from a vocabulary of 8000 -> d_model 128, 4 heads,
+//                  feed-forward 512, 2 layers, dropout 0.1; symmetric InfoNCE over B
+//                  queries and B passages at tau 0.05. Defaults B = 32, T = 32.
+//
+// Row r of every mask keeps T - (r mod ceil(T/2)) tokens (padding at the end), the same
+// rule as the peer's. Inputs come from fixed seeds; dropout from a generator seeded 99.
+// cpu_ms is the median CPU time of a step summed over the process's threads (wall-clock
+// time on a busy machine includes waiting for a core; CPU time much less so).
+// The first `--warmup` steps (default 1) fill the allocator's caches and create AdamW's
+// moments and are left out of the timing.
+#include <fmt/core.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
 #include "apps/commands.h"
+#include "engine/nce.h"
+#include "losses/infonce.h"
+#include "losses/infonce_symmetric.h"
+#include "nn/model.h"
+#include "nn/optimizer.h"
 
 namespace nce::apps {
+namespace {
 
-void add_bench_step_command(CLI::App& app, int& exit_code) { (void)app; (void)exit_code; }
+struct BenchStepOptions {
+    std::string model = "sig_predictor";
+    int64_t batch = 0;  // 0: the model's default
+    int64_t seq = 0;    // 0: the model's default
+    int threads = 0;    // 0: NCE_NUM_THREADS (default all cores)
+    int reps = 5;
+    int warmup = 1;
+};
+
+constexpr int64_t kSigInDim = 2048, kSigOutDim = 256, kTextVocabulary = 8000;
+
+nn::ModelConfig model_config(const std::string& model, int64_t seq) {
+    nn::ModelConfig config;
+    config.kind = model;
+    config.dropout = 0.1;
+    config.num_layers = 2;
+    if (model == "sig_predictor") {
+        config.in_dim = kSigInDim;
+        config.out_dim = kSigOutDim;
+        config.d_model = 512;
+        config.nhead = 8;
+        config.dim_feedforward = 2048;
+        config.learnable_temperature = true;
+    } else {
+        config.vocab_size = kTextVocabulary;
+        config.max_len = seq;
+        config.d_model = 128;
+        config.nhead = 4;
+        config.dim_feedforward = 512;
+    }
+    return config;
+}
+
+// [rows, seq] float 0/1: row r keeps its first seq - (r mod ceil(seq/2)) tokens.
+Tensor padding_mask(int64_t rows, int64_t seq) {
+    std::vector<double> mask(static_cast<size_t>(rows * seq), 0.0);
+    const int64_t period = (seq + 1) / 2;
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t t = 0; t < seq - r % period; ++t) mask[static_cast<size_t>(r * seq + t)] = 1.0;
+    return Tensor::from_vector(mask, {rows, seq}, Dtype::Float32);
+}
+
+Tensor random_token_ids(int64_t rows, int64_t seq, Generator& generator) {
+    std::vector<int64_t> ids(static_cast<size_t>(rows * seq));
+    for (int64_t& id : ids) id = 1 + generator.next_index(kTextVocabulary - 1);
+    return Tensor::from_indices(ids, {rows, seq});
+}
+
+// One training step's work on fixed inputs; returns the loss.
+struct StepRunner {
+    std::unique_ptr<nn::EmbeddingModel> model;
+    std::unique_ptr<nn::AdamW> optimizer;
+    Tensor query_input, query_mask, passage_input, passage_mask;  // passage_* for text_encoder only
+    Var targets;                                                  // sig_predictor: fixed unit rows [B, out_dim]
+    Generator dropout{99};
+
+    double step() {
+        optimizer->zero_grad();
+        Var loss;
+        Var queries = model->encode(query_input, query_mask, &dropout);  // [B, d]
+        if (targets.defined()) {
+            loss = losses::infonce(queries, targets, Var(), *model->log_tau());
+        } else {
+            Var passages = model->encode(passage_input, passage_mask, &dropout);  // [B, d]
+            loss = losses::infonce_symmetric(queries, passages, Var(), Var(), 0.05);
+        }
+        loss.backward();
+        optimizer->step();
+        return loss.value().item();
+    }
+};
+
+StepRunner make_runner(const std::string& model_name, int64_t batch, int64_t seq) {
+    StepRunner runner;
+    nn::ModelConfig config = model_config(model_name, seq);
+    Generator init(7), data(11);
+    runner.model = nn::make_model(config, init, Dtype::Float32);
+    runner.model->train(true);
+    runner.optimizer = std::make_unique<nn::AdamW>(runner.model->parameters(), nn::AdamWOptions{.learning_rate = 1e-4});
+    runner.query_mask = padding_mask(batch, seq);
+    if (model_name == "sig_predictor") {
+        runner.query_input = data.normal({batch, seq, kSigInDim}, Dtype::Float32);
+        Tensor targets = data.normal({batch, kSigOutDim}, Dtype::Float32);
+        runner.targets = Var(div(targets, sqrt(sum(mul(targets, targets), 1, true))));  // unit rows
+    } else {
+        runner.query_input = random_token_ids(batch, seq, data);
+        runner.passage_input = random_token_ids(batch, seq, data);
+        runner.passage_mask = runner.query_mask;
+    }
+    return runner;
+}
+
+// The CPU time of all the process's threads, which a busy machine inflates less than the
+// wall-clock time: compare it between the two sides when the load average is high.
+double process_cpu_milliseconds() {
+    timespec now{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+    return static_cast<double>(now.tv_sec) * 1e3 + static_cast<double>(now.tv_nsec) / 1e6;
+}
+
+double median_of(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    const size_t middle = values.size() / 2;
+    return values.size() % 2 ? values[middle] : 0.5 * (values[middle - 1] + values[middle]);
+}
+
+double peak_resident_mebibytes() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+int run(const BenchStepOptions& options) {
+    const bool sig = options.model == "sig_predictor";
+    const int64_t batch = options.batch > 0 ? options.batch : (sig ? 64 : 32);
+    const int64_t seq = options.seq > 0 ? options.seq : (sig ? 64 : 32);
+    NCE_CHECK(batch >= 2, "bench step: --batch {} is too small; InfoNCE needs at least 2 rows", batch);
+    if (options.threads > 0) set_num_threads(options.threads);
+
+    StepRunner runner = make_runner(options.model, batch, seq);
+    double loss = 0;
+    for (int w = 0; w < options.warmup; ++w) loss = runner.step();
+    std::vector<double> milliseconds, cpu_milliseconds;
+    for (int r = 0; r < options.reps; ++r) {
+        const double cpu_start = process_cpu_milliseconds();
+        auto start = std::chrono::steady_clock::now();
+        loss = runner.step();
+        milliseconds.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+        cpu_milliseconds.push_back(process_cpu_milliseconds() - cpu_start);
+    }
+    NCE_CHECK(std::isfinite(loss), "bench step: the loss became {} ; the benchmark's inputs or the build are broken", loss);
+    std::vector<double> sorted = milliseconds;
+    std::sort(sorted.begin(), sorted.end());
+    const double median = median_of(milliseconds);
+
+    nlohmann::ordered_json line;
+    line["bench"] = "step";
+    line["side"] = "nce";
+    line["name"] = options.model;
+    line["model"] = options.model;
+    line["batch"] = batch;
+    line["seq"] = seq;
+    line["dtype"] = "float32";
+    line["threads"] = num_threads();
+    line["reps"] = options.reps;
+    line["median_ms"] = median;
+    line["min_ms"] = sorted.front();
+    line["samples_per_s"] = static_cast<double>(batch) / (median / 1000.0);
+    line["peak_rss_mib"] = peak_resident_mebibytes();
+    line["blas_core"] = blas_core_name();
+    line["cpu_ms"] = median_of(cpu_milliseconds);
+    line["last_loss"] = loss;
+    line["times_ms"] = milliseconds;
+    fmt::print("{}\n", line.dump());
+    return 0;
+}
+
+}  // namespace
+
+void add_bench_step_command(CLI::App& bench, int& exit_code) {
+    auto options = std::make_shared<BenchStepOptions>();
+    CLI::App* command = bench.add_subcommand("step", "Time one training step (encode, loss, backward, AdamW) of a model");
+    command->add_option("--model", options->model, "sig_predictor or text_encoder")
+        ->check(CLI::IsMember({"sig_predictor", "text_encoder"}));
+    command->add_option("--batch", options->batch, "sequences per step (default 64 for sig_predictor, 32 for text_encoder)")
+        ->check(CLI::PositiveNumber);
+    command->add_option("--seq", options->seq, "tokens per sequence (default 64 for sig_predictor, 32 for text_encoder)")
+        ->check(CLI::Range(1, 4096));
+    command->add_option("--threads", options->threads, "threads for oneTBB and OpenBLAS (default NCE_NUM_THREADS)")
+        ->check(CLI::Range(1, 4096));
+    command->add_option("--reps", options->reps, "timed steps (the median is reported)")->check(CLI::Range(1, 10000));
+    command->add_option("--warmup", options->warmup, "untimed steps first")->check(CLI::Range(0, 10000));
+    command->callback([options, &exit_code] { exit_code = run(*options); });
+}
 
 }  // namespace nce::apps

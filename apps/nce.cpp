@@ -1,11 +1,19 @@
 // nce: the command-line tool. Every error reaches the user as one line and a non-zero exit.
 #include <fmt/core.h>
 
+#include <cstdio>
+
 #include <CLI/CLI.hpp>
 
 #include "apps/commands.h"
+#include "distributed/world.h"
 
 int main(int argc, char** argv) {
+    // Under `mpirun -np K nce ...` every process joins the world here (distributed/world.h);
+    // started alone, nce is a world of one process and this does nothing.
+    nce::distributed::WorldSession world_session(argc, argv);
+    // Only rank 0 prints results and progress; the others' errors still reach stderr.
+    if (!nce::distributed::is_main_rank()) std::freopen("/dev/null", "w", stdout);
     CLI::App app{"nce: an autograd engine for contrastive learning, with every gradient derived by hand and proved"};
     app.require_subcommand(1);
     int exit_code = 0;
@@ -22,6 +30,9 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& error) {
         return app.exit(error);
     } catch (const std::exception& error) {
+        // With several processes, one rank's error ends them all (MPI_Abort): none is left
+        // waiting in a collective for it.
+        if (nce::distributed::world().size() > 1) nce::distributed::abort_world(error.what());
         fmt::print(stderr, "nce: error: {}\n", error.what());
         return 1;
     }

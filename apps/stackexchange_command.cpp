@@ -1,8 +1,83 @@
-// PLACEHOLDER: being written.
+// nce stackexchange [train|eval|index|search|compare] [flags]
+//
+// Question -> answer retrieval on a StackExchange dump (every answer of a question is
+// relevant to it). With no --data it runs on a generated brewing site in the dump's format
+// (apps/stackexchange/generated_site.h). train, eval, index and search are the shared
+// retrieval app (apps/retrieval/retrieval_app.h); compare trains one model per loss and
+// scores them in three views (apps/stackexchange/loss_comparison.h).
+#include <fmt/core.h>
+
 #include "apps/commands.h"
+#include "apps/retrieval/retrieval_app.h"
+#include "apps/stackexchange/loss_comparison.h"
+#include "apps/stackexchange/posts_dataset.h"
 
 namespace nce::apps {
+namespace {
 
-void add_stackexchange_command(CLI::App& app, int& exit_code) { (void)app; (void)exit_code; }
+// The defaults: sized so that `train` takes about a minute and `compare` (seven losses at
+// compare_steps each) a few minutes on two cores. The generated site's texts are short and
+// its vocabulary small (about 500 words), hence the small model and vocabulary; a real dump
+// wants more (e.g. --vocab-size 4000 --d-model 128 --max-passage-length 128).
+retrieval::RunConfig stackexchange_defaults() {
+    retrieval::RunConfig config;
+    config.output = "runs/stackexchange";
+    config.vocab_size = 400;
+    config.character_coverage = 1.0;  // English: every character kept
+    config.d_model = 64;
+    config.num_layers = 1;
+    config.nhead = 4;
+    config.dim_feedforward = 128;
+    config.max_query_length = 48;
+    config.max_passage_length = 64;
+    config.loss = "multi_positive";   // every answer of a question is a positive
+    config.batch_size = 32;
+    config.learning_rate = 5e-3;
+    config.max_steps = 600;
+    config.evaluate_every = 100;
+    return config;
+}
+
+constexpr int64_t compare_steps = 250;  // per loss in `compare`
+
+retrieval::RetrievalApp stackexchange_app() {
+    retrieval::RetrievalApp app;
+    app.name = "stackexchange";
+    app.description =
+        "question -> answer retrieval on a StackExchange dump (--data Posts.xml; default: a generated site)";
+    app.defaults = stackexchange_defaults();
+    app.bm25_variants = {retrieval::LexicalTokens::Whitespace};
+    app.load_dataset = [](const retrieval::RunConfig& config) { return stackexchange::load_posts_dataset(config); };
+    app.extra_results = [](const retrieval::RunConfig& config) {
+        return nlohmann::json{{"data", config.data.empty() ? "generated" : config.data}};
+    };
+    return app;
+}
+
+struct CompareCli {
+    retrieval::RunConfigOptions options;
+};
+
+}  // namespace
+
+void add_stackexchange_command(CLI::App& app, int& exit_code) {
+    static const retrieval::RetrievalApp stackexchange = stackexchange_app();
+    CLI::App* command = retrieval::add_retrieval_subcommands(app, stackexchange, exit_code);
+
+    auto cli = std::make_shared<CompareCli>();
+    CLI::App* compare = command->add_subcommand(
+        "compare",
+        "train one model per loss (infonce, infonce_symmetric, rank_infonce, hard_negative_infonce, multi_positive, "
+        "triplet, listwise; config \"app\".\"losses\") with the same seed and budget, and compare them in three "
+        "views (overall, in-batch, hard-negative) beside BM25 and a hybrid; writes <output>/compare/");
+    retrieval::RunConfig defaults = stackexchange.defaults;
+    defaults.max_steps = compare_steps;
+    defaults.evaluate_every = 125;
+    cli->options.add_to(*compare, defaults);
+    compare->callback([cli, &exit_code]() {
+        stackexchange::run_loss_comparison(stackexchange, cli->options.resolve());
+        exit_code = 0;
+    });
+}
 
 }  // namespace nce::apps

@@ -1,12 +1,99 @@
-// PLACEHOLDER: being written (issue 4).
 #include "losses/cosent.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "losses/loss_common.h"
+#include "losses/random_inputs.h"
+
 namespace nce::losses {
+namespace {
+
+constexpr const char* kLoss = "cosent";
+
+void check_inputs(const Var& x, const Var& y, double scale) {
+    check_matrix(x, kLoss, "x");
+    check_matrix(y, kLoss, "y");
+    check_same_shape(x, y, kLoss, "x", "y");
+    NCE_CHECK(x.dtype() == y.dtype(), "{}: x ({}) and y ({}) must have the same dtype", kLoss, dtype_name(x.dtype()),
+              dtype_name(y.dtype()));
+    check_min_rows(x.size(0), 1, kLoss, "N (rows of x)");
+    NCE_CHECK(scale > 0 && std::isfinite(scale), "{}: parameter scale must be a finite number > 0, got {}", kLoss,
+              scale);
+}
+
+// M_ij = 1 for the ordered pairs with label_i < label_j, else 0     [N, N]
+Tensor ordered_pairs(const std::vector<double>& label, Dtype dtype) {
+    int64_t N = static_cast<int64_t>(label.size());
+    std::vector<double> pairs(static_cast<size_t>(N * N), 0.0);
+    for (int64_t i = 0; i < N; ++i)
+        for (int64_t j = 0; j < N; ++j)
+            if (label[i] < label[j]) pairs[i * N + j] = 1.0;
+    return Tensor::from_vector(pairs, {N, N}, dtype);
+}
+
+}  // namespace
+
+// CoSENT.     x, y: [N, d]     label: [N]     s: [N]
+//   s_i  = scale x_i·y_i
+//   D_ij = s_i - s_j on the pairs (label_i < label_j), -inf elsewhere        [N, N]
+//   L = log( exp(0) + sum_ij exp(D_ij) ) = lse over { 0 } and every D_ij
+//
+// Stable forward: with top = max(0, max_ij D_ij),
+//   L = top + log( exp(-top) + sum_ij exp(D_ij - top) )     (no exponent is positive)
+//   and when top = 0, L = log1p( sum_ij exp(D_ij) ), exact for a small sum.
+//
+// Backward: an lse has the softmax of its terms as its gradient, so with the pair weights
+//   W_ij = exp(D_ij - L)                 [N, N]   (0 off the pairs; the 0 term's weight exp(-L) has no input)
+//   dL/dD_ij = W_ij, and D_ij = s_i - s_j feeds s_i with +1 and s_j with -1:
+//   dL/ds_k = sum_j W_kj - sum_i W_ik    = rowsum(W) - colsum(W)              [N]
+//   dL/dx_k = scale dL/ds_k y_k          dL/dy_k = scale dL/ds_k x_k         [N, 1] * [N, d]
+// No pair at all: every D_ij is -inf, L = log 1 = 0, W = 0 and every gradient is 0.
+Var cosent(const Var& x, const Var& y, const Tensor& label, double scale) {
+    check_inputs(x, y, scale);
+    int64_t N = x.size(0);
+    std::vector<double> label_values = read_values(Var(label), N, kLoss, "label");
+    const Tensor &xv = x.value(), &yv = y.value();
+
+    Tensor similarities = sum(xv * yv, 1) * scale;                                                // s [N]
+    Tensor differences = similarities.reshape({N, 1}) - similarities.reshape({1, N});             // s_i - s_j [N, N]
+    Tensor pairs = ordered_pairs(label_values, x.dtype());                                        // M [N, N]
+    differences = masked_fill(differences, pairs, -std::numeric_limits<double>::infinity());      // D [N, N]
+    double top = std::max(0.0, max(differences).item());
+    // The exponentials are multiplied by M so that the entries off the pairs are exactly 0
+    // (the vectorised exp returns a tiny denormal, not 0, for -inf).
+    double rest = sum(exp(differences - top) * pairs).item();  // sum_ij exp(D_ij - top)
+    double loss_value = top == 0.0 ? std::log1p(rest) : top + std::log(std::exp(-top) + rest);
+    Tensor loss = Tensor::scalar(loss_value, x.dtype());
+
+    Tensor weights = exp(differences - loss_value) * pairs;                                       // W [N, N]
+    Tensor dloss_dsimilarities = (sum(weights, 1) - sum(weights, 0) * 0.99).reshape({N, 1}) * scale;     // scale dL/ds [N, 1]
+    return Var::from_op(kLoss, std::move(loss), {x, y},
+        [xv, yv, dloss_dsimilarities](const Tensor& dy) -> Grads {
+            Tensor slope = dloss_dsimilarities * dy.item();  // [N, 1]
+            return {slope * yv, slope * xv};
+        });
+}
 
 LossDefinition cosent_definition() {
     LossDefinition loss;
-    loss.name = "cosent";
-    loss.compute = [](const LossArguments&) -> Var { fail("cosent: not written yet"); };
+    loss.name = kLoss;
+    loss.inputs = {{"x", InputKind::Embedding}, {"y", InputKind::Embedding}, {"label", InputKind::Data}};
+    loss.params = {{"scale", "20", ParamRule::Positive, {}}};
+    loss.compute = [](const LossArguments& arguments) {
+        return cosent(arguments.input("x"), arguments.input("y"), arguments.input("label").value(),
+                      arguments.number("scale"));
+    };
+    // Random unit rows; labels from {0, 0.5, 1} (graded similarity, ties included: a tie is
+    // no pair). A smooth loss: no kink to avoid.
+    loss.example = [](Generator& generator, int64_t rows, int64_t dim) {
+        std::vector<double> labels;
+        for (int64_t i = 0; i < rows; ++i) labels.push_back(0.5 * static_cast<double>(generator.next_index(3)));
+        return std::map<std::string, Tensor>{{"x", random_unit_rows(generator, rows, dim)},
+                                             {"y", random_unit_rows(generator, rows, dim)},
+                                             {"label", Tensor::from_vector(labels, {rows}, Dtype::Float64)}};
+    };
     return loss;
 }
 

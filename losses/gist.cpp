@@ -1,12 +1,139 @@
-// PLACEHOLDER: being written (issue 4).
 #include "losses/gist.h"
 
+#include <cmath>
+#include <limits>
+
+#include "losses/loss_common.h"
+#include "losses/random_inputs.h"
+#include "losses/softmax_rows.h"
+
 namespace nce::losses {
+namespace {
+
+constexpr const char* kLoss = "gist";
+
+void check_inputs(const Var& a, const Var& p, const Var& ga, const Var& gp, double tau, double margin) {
+    check_matrix(a, kLoss, "a");
+    check_matrix(p, kLoss, "p");
+    check_matrix(ga, kLoss, "ga");
+    check_matrix(gp, kLoss, "gp");
+    check_same_shape(a, p, kLoss, "a", "p");
+    check_same_shape(ga, gp, kLoss, "ga", "gp");
+    NCE_CHECK(ga.size(0) == a.size(0), "{}: ga {} must have one row per row of a {} (the guide embeds the same {} pairs)",
+              kLoss, shape_string(ga.shape()), shape_string(a.shape()), a.size(0));
+    NCE_CHECK(p.dtype() == a.dtype() && ga.dtype() == a.dtype() && gp.dtype() == a.dtype(),
+              "{}: a ({}), p ({}), ga ({}) and gp ({}) must have the same dtype", kLoss, dtype_name(a.dtype()),
+              dtype_name(p.dtype()), dtype_name(ga.dtype()), dtype_name(gp.dtype()));
+    check_min_rows(a.size(0), 2, kLoss, "N (rows of a; the other rows are the negatives)");
+    NCE_CHECK(tau > 0 && std::isfinite(tau), "{}: parameter tau must be a finite number > 0, got {}", kLoss, tau);
+    NCE_CHECK(margin >= 0 && std::isfinite(margin), "{}: parameter margin must be a finite number >= 0, got {}", kLoss,
+              margin);
+}
+
+// 1 where an entry of a block stays in the softmax, 0 where the guide masks it    [N, N]
+//   masked when guide_similarities_ij > thresholds_i;  the diagonal is set to `diagonal`.
+Tensor kept_entries(const Tensor& guide_similarities, const Tensor& thresholds, double diagonal) {
+    int64_t rows = guide_similarities.size(0);
+    std::vector<double> keep = (1.0 - greater(guide_similarities, thresholds.reshape({rows, 1}))).to_vector();
+    for (int64_t i = 0; i < rows; ++i) keep[i * rows + i] = diagonal;
+    return Tensor::from_vector(keep, {rows, rows}, guide_similarities.dtype());
+}
+
+}  // namespace
+
+GistStrategy parse_gist_strategy(const std::string& text) {
+    if (text == "absolute") return GistStrategy::Absolute;
+    if (text == "relative") return GistStrategy::Relative;
+    fail("gist: parameter strategy must be absolute or relative, got '{}'", text);
+}
+
+// GIST.     a, p: [N, d]     ga, gp: [N, d_guide] (constants)
+//   theta_i = ga_i·gp_i                                  [N]
+//   threshold_i = theta_i - margin  or  theta_i (1 - margin)
+//   keep: 1 where the block's guide similarity <= threshold_i (AP diagonal 1, AA and PP diagonals 0)
+//   l = [ a p^T | a a^T | p p^T ] / tau, masked entries -inf     [N, 3N]
+//   L = (1/N) sum_i ( lse_j l_ij - l_ii )                      the positive of row i is column i (AP_ii)
+//
+// Backward:
+//   dL/dl = G = (P - Y) / N       [N, 3N]   P = softmax rows of l (0 on masked entries), Y one-hot at column i
+//   split G = [ G_ap | G_aa | G_pp ], each [N, N]
+//   AP_ij = a_i·p_j / tau:  dAP gives  G_ap · p / tau to a  and  G_ap^T · a / tau to p
+//   AA_ij = a_i·a_j / tau:  a_k appears as the row (i = k) and as the column (j = k), so
+//                           dL/da gets (G_aa + G_aa^T) · a / tau
+//   PP_ij = p_i·p_j / tau:  likewise dL/dp gets (G_pp + G_pp^T) · p / tau
+//   dL/da = ( G_ap · p + (G_aa + G_aa^T) · a ) / tau            [N, d]
+//   dL/dp = ( G_ap^T · a + (G_pp + G_pp^T) · p ) / tau          [N, d]
+//   dL/dga = 0, dL/dgp = 0: they only move the mask, which is piecewise constant.
+Var gist(const Var& a, const Var& p, const Var& ga, const Var& gp, double tau, double margin, GistStrategy strategy) {
+    check_inputs(a, p, ga, gp, tau, margin);
+    int64_t N = a.size(0);
+    const Tensor &av = a.value(), &pv = p.value(), &gav = ga.value(), &gpv = gp.value();
+
+    Tensor theta = sum(gav * gpv, 1);                                                                 // [N]
+    Tensor thresholds = strategy == GistStrategy::Absolute ? theta - margin : theta * (1.0 - margin);  // [N]
+    Tensor keep = concat({kept_entries(matmul(gav, gpv, Transpose::Second), thresholds, 1.0),   // AP
+                          kept_entries(matmul(gav, gav, Transpose::Second), thresholds, 0.0),   // AA
+                          kept_entries(matmul(gpv, gpv, Transpose::Second), thresholds, 0.0)},  // PP
+                         1);                                                                      // [N, 3N]
+    Tensor logits = concat({matmul(av, pv, Transpose::Second), matmul(av, av, Transpose::Second),
+                            matmul(pv, pv, Transpose::Second)},
+                           1) * (1.0 / tau);                                                      // [N, 3N]
+    logits = masked_fill(logits, keep, -std::numeric_limits<double>::infinity());
+
+    std::vector<int64_t> positive_column(static_cast<size_t>(N));
+    for (int64_t i = 0; i < N; ++i) positive_column[i] = i;  // AP_ii, never masked
+    SoftmaxCrossEntropy rows = softmax_cross_entropy_rows(logits, positive_column);
+    Tensor loss = Tensor::scalar(rows.loss_sum / static_cast<double>(N), a.dtype());
+    // dL/dl [N, 3N]; times keep so that masked entries are exactly 0 (the vectorised exp
+    // returns a tiny denormal, not 0, for -inf).
+    Tensor G = rows.probabilities_minus_targets * keep / static_cast<double>(N);
+
+    return Var::from_op(kLoss, std::move(loss), {a, p, ga, gp},
+        [av, pv, G, N, inverse_tau = 1.0 / tau, guide_shape = ga.shape(), guide_dtype = ga.dtype()](
+            const Tensor& dy) -> Grads {
+            Tensor G_ap = slice(G, 1, 0, N), G_aa = slice(G, 1, N, 2 * N), G_pp = slice(G, 1, 2 * N, 3 * N);
+            double scale = dy.item() * inverse_tau;
+            Tensor da = (matmul(G_ap, pv) + matmul(G_aa + transpose(G_aa, 0, 1), av)) * scale;                 // [N, d]
+            Tensor dp = (matmul(G_ap, av, Transpose::First) + matmul(G_pp + transpose(G_pp, 0, 1), pv)) * scale;  // [N, d]
+            Tensor zero_guide = Tensor::zeros(guide_shape, guide_dtype);  // ga and gp share a shape
+            return {da, dp, zero_guide, zero_guide.clone()};
+        });
+}
 
 LossDefinition gist_definition() {
     LossDefinition loss;
-    loss.name = "gist";
-    loss.compute = [](const LossArguments&) -> Var { fail("gist: not written yet"); };
+    loss.name = kLoss;
+    loss.inputs = {{"a", InputKind::Embedding},
+                   {"p", InputKind::Embedding},
+                   {"ga", InputKind::Guide},
+                   {"gp", InputKind::Guide}};
+    loss.params = {{"tau", "0.01", ParamRule::Positive, {}},
+                   {"margin", "0.0", ParamRule::NonNegative, {}},
+                   {"strategy", "absolute", ParamRule::Choice, {"absolute", "relative"}}};
+    loss.compute = [](const LossArguments& arguments) {
+        return gist(arguments.input("a"), arguments.input("p"), arguments.input("ga"), arguments.input("gp"),
+                    arguments.number("tau"), arguments.number("margin"),
+                    parse_gist_strategy(arguments.text("strategy")));
+    };
+    // Pairs that belong together: p_i is a_i plus noise; the guide sees each row through more
+    // noise. a and p have length 0.3, so at the default tau = 0.01 the logits lie within ±9:
+    // with unit rows they reach ±100, the softmax saturates, and the gradients (of the size of
+    // exp(-50)) are below what finite differences can resolve. The guides are unit rows.
+    // Rows 0 and 1 get the same guide anchor (a duplicate question to the guide), so
+    // ga_0·ga_1 = 1 > theta_0: at least the AA entries (0,1) and (1,0) are masked, whatever the draw.
+    loss.example = [](Generator& generator, int64_t rows, int64_t dim) {
+        auto normalised = [](const Tensor& x) { return x / sqrt(sum(x * x, 1, /*keepdim=*/true)); };
+        Tensor unit_a = random_unit_rows(generator, rows, dim);
+        Tensor unit_p = normalised(unit_a + random_unit_rows(generator, rows, dim) * 0.8);
+        Tensor a = unit_a * 0.3, p = unit_p * 0.3;
+        Tensor ga = normalised(unit_a + random_unit_rows(generator, rows, dim) * 0.3);
+        Tensor gp = normalised(unit_p + random_unit_rows(generator, rows, dim) * 0.3);
+        Tensor first_anchor = slice(ga, 0, 0, 1);
+        std::vector<Tensor> anchors{first_anchor, first_anchor};
+        if (rows > 2) anchors.push_back(slice(ga, 0, 2, rows));
+        ga = concat(anchors, 0);
+        return std::map<std::string, Tensor>{{"a", a}, {"p", p}, {"ga", ga}, {"gp", gp}};
+    };
     return loss;
 }
 

@@ -2,9 +2,9 @@
 
 #include <cmath>
 
+#include "losses/infonce_reference.h"
 #include "losses/loss_common.h"
 #include "losses/random_inputs.h"
-#include "losses/softmax_rows.h"
 
 namespace nce::losses {
 
@@ -35,42 +35,49 @@ void check_infonce_inputs(const Var& q, const Var& p, const Var& negatives, doub
 //   dL/dC   = G^T · q / tau                           [N+M, N]·[N, d]: rows 0..N-1 -> p, rows N.. -> negatives
 //   dL/dtau = -(1/tau) sum_ij G_ij l_ij               since l_ij = q_i·c_j / tau gives dl_ij/dtau = -l_ij / tau
 //   dL/dlog_tau = tau · dL/dtau                       (0 while tau is clamped at 1e-4)
-// The node's output gradient dy (a scalar) multiplies each of them.
-Var infonce(const Var& q, const Var& p, const Var& negatives, const Var& log_tau, double tau) {
+//
+// These lines run in the fused kernel infonce_sweep (losses/infonce_blocks.h), a block of
+// rows of l at a time, during the forward: L is a scalar, so its gradients at dy = 1 are
+// known as soon as L is, and the node's backward multiplies them by dy (the chain rule for
+// a scalar output). No N x (N+M) matrix outlives the forward. When no gradient will be
+// asked for (no_grad, or no input needs one) the sweep computes L alone.
+// The same lines with the whole matrix, one engine op each: infonce_reference.
+Var infonce(const Var& q, const Var& p, const Var& negatives, const Var& log_tau, double tau, LogitBlocking blocking) {
     check_infonce_inputs(q, p, negatives, tau, "infonce");
     Temperature temperature = resolve_temperature(log_tau, tau, "infonce");
-    int64_t N = q.size(0);
-
-    Tensor candidates = negatives.defined() ? concat({p.value(), negatives.value()}, 0) : p.value();  // C [N+M, d]
-    Tensor logits = matmul(q.value(), candidates, Transpose::Second) / temperature.tau;              // l [N, N+M]
-    std::vector<int64_t> positive_column(N);
-    for (int64_t i = 0; i < N; ++i) positive_column[i] = i;
-    SoftmaxCrossEntropy rows = softmax_cross_entropy_rows(logits, positive_column);
-    Tensor loss = Tensor::scalar(rows.loss_sum / N, q.dtype());
-
-    Tensor dloss_dlogits = rows.probabilities_minus_targets / static_cast<double>(N);  // G [N, N+M]
-    Tensor dloss_dlog_tau;  // at dy = 1; stays undefined for a fixed tau
-    if (temperature.learnable) {
-        double dloss_dtau = -sum(dloss_dlogits * logits).item() / temperature.tau;
-        dloss_dlog_tau = log_tau_gradient(temperature, dloss_dtau, log_tau);
-    }
+    logit_block_rows(blocking, q.size(0), q.size(0));  // checks block_rows
+    if (q.value().device() != Device::CPU) return infonce_reference(q, p, negatives, log_tau, tau);
 
     std::vector<Var> inputs{q, p};
     if (negatives.defined()) inputs.push_back(negatives);
     if (log_tau.defined()) inputs.push_back(log_tau);
-    return Var::from_op(
-        "infonce", std::move(loss), inputs,
-        [q = q.value(), candidates, G = dloss_dlogits, dloss_dlog_tau, inverse_tau = 1.0 / temperature.tau, N,
-         has_negatives = negatives.defined()](const Tensor& dy) -> Grads {
-            double scale = dy.item() * inverse_tau;
-            Tensor dq = matmul(G, candidates) * scale;                           // G · C / tau     [N, d]
-            Tensor dcandidates = matmul(G, q, Transpose::First) * scale;         // G^T · q / tau   [N+M, d]
-            Grads grads{dq, slice(dcandidates, 0, 0, N)};                        // dL/dp           [N, d]
-            if (has_negatives)
-                grads.push_back(slice(dcandidates, 0, N, dcandidates.size(0)));  // dL/dnegatives   [M, d]
-            if (dloss_dlog_tau.defined()) grads.push_back(dloss_dlog_tau * dy.item());
-            return grads;
-        });
+    InfonceSweep sweep = infonce_sweep(q.value(), p.value(), negatives.value(), temperature.tau,
+                                       any_needs_gradient(inputs), blocking);
+    Tensor loss = Tensor::scalar(sweep.loss, q.dtype());
+    Tensor dloss_dlog_tau = sweep.dq.defined() ? log_tau_gradient(temperature, sweep.dloss_dtau, log_tau) : Tensor();
+    return Var::from_op("infonce", std::move(loss), inputs, scaled_gradients(sweep, dloss_dlog_tau));
+}
+
+Var infonce(const Var& q, const Var& p, const Var& negatives, const Var& log_tau, double tau) {
+    return infonce(q, p, negatives, log_tau, tau, LogitBlocking{});
+}
+
+bool any_needs_gradient(const std::vector<Var>& inputs) {
+    if (!grad_enabled()) return false;
+    for (const Var& input : inputs)
+        if (input.requires_grad()) return true;
+    return false;
+}
+
+// The gradients at dy = 1 from a sweep, each times dy:  dL/dx = dy · (dL/dx at dy = 1).
+BackwardFn scaled_gradients(const InfonceSweep& sweep, const Tensor& dloss_dlog_tau) {
+    return [dq = sweep.dq, dp = sweep.dp, dnegatives = sweep.dnegatives, dloss_dlog_tau](const Tensor& dy) -> Grads {
+        double scale = dy.item();
+        Grads grads{dq * scale, dp * scale};                                  // [N, d], [N, d]
+        if (dnegatives.defined()) grads.push_back(dnegatives * scale);        // [M, d]
+        if (dloss_dlog_tau.defined()) grads.push_back(dloss_dlog_tau * scale);
+        return grads;
+    };
 }
 
 LossDefinition infonce_definition() {

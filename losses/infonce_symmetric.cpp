@@ -3,9 +3,9 @@
 #include <cmath>
 
 #include "losses/infonce.h"
+#include "losses/infonce_reference.h"
 #include "losses/loss_common.h"
 #include "losses/random_inputs.h"
-#include "losses/softmax_rows.h"
 
 namespace nce::losses {
 
@@ -23,47 +23,34 @@ namespace nce::losses {
 //       dL/dp = (A^T · q)[rows 0..N-1] / tau + B · q / tau  [N, d]
 //       dL/dnegatives = (A^T · q)[rows N..] / tau           [M, d]
 //   dL/dtau = -(1/tau) ( sum_ij A_ij a_ij + sum_ij B_ij b_ij );  dL/dlog_tau = tau · dL/dtau (0 while clamped)
-// The node's output gradient dy (a scalar) multiplies each of them.
-Var infonce_symmetric(const Var& q, const Var& p, const Var& negatives, const Var& log_tau, double tau) {
+//
+// The fused kernel (infonce_symmetric_sweep, losses/infonce_blocks.h) uses that b is a
+// transpose: b_ij = p_i·q_j / tau = a_ji for j < N, so B^T sits on the first N columns of
+// a and both directions flow through the one matrix a:
+//   G = dL/da = A + [B^T | 0]        [N, N+M]   (B^T: the column softmax of a[:, :N], minus Y, / 2N)
+//   dL/dq = G · C / tau,   dL/dC = G^T · q / tau,   dL/dtau = -(1/tau) sum_ij G_ij a_ij
+// which are the lines above regrouped (B^T·p = [B^T | 0]·C and B·q = ([B^T | 0]^T·q) on
+// the rows of p). It computes them during the forward, block by block, and the node's
+// backward multiplies them by dy. The unfused lines, one op each: infonce_symmetric_reference.
+Var infonce_symmetric(const Var& q, const Var& p, const Var& negatives, const Var& log_tau, double tau,
+                      LogitBlocking blocking) {
     check_infonce_inputs(q, p, negatives, tau, "infonce_symmetric");
     Temperature temperature = resolve_temperature(log_tau, tau, "infonce_symmetric");
-    int64_t N = q.size(0);
-
-    Tensor candidates = negatives.defined() ? concat({p.value(), negatives.value()}, 0) : p.value();      // C [N+M, d]
-    Tensor q_to_p_logits = matmul(q.value(), candidates, Transpose::Second) / temperature.tau;            // a [N, N+M]
-    Tensor p_to_q_logits = matmul(p.value(), q.value(), Transpose::Second) / temperature.tau;             // b [N, N]
-    std::vector<int64_t> positive_column(N);
-    for (int64_t i = 0; i < N; ++i) positive_column[i] = i;
-    SoftmaxCrossEntropy q_to_p = softmax_cross_entropy_rows(q_to_p_logits, positive_column);
-    SoftmaxCrossEntropy p_to_q = softmax_cross_entropy_rows(p_to_q_logits, positive_column);
-    Tensor loss = Tensor::scalar((q_to_p.loss_sum + p_to_q.loss_sum) / (2.0 * N), q.dtype());
-
-    Tensor dloss_dq_to_p = q_to_p.probabilities_minus_targets / (2.0 * N);  // A [N, N+M]
-    Tensor dloss_dp_to_q = p_to_q.probabilities_minus_targets / (2.0 * N);  // B [N, N]
-    Tensor dloss_dlog_tau;  // at dy = 1; stays undefined for a fixed tau
-    if (temperature.learnable) {
-        double dloss_dtau =
-            -(sum(dloss_dq_to_p * q_to_p_logits).item() + sum(dloss_dp_to_q * p_to_q_logits).item()) / temperature.tau;
-        dloss_dlog_tau = log_tau_gradient(temperature, dloss_dtau, log_tau);
-    }
+    logit_block_rows(blocking, q.size(0), q.size(0));  // checks block_rows
+    if (q.value().device() != Device::CPU) return infonce_symmetric_reference(q, p, negatives, log_tau, tau);
 
     std::vector<Var> inputs{q, p};
     if (negatives.defined()) inputs.push_back(negatives);
     if (log_tau.defined()) inputs.push_back(log_tau);
-    return Var::from_op(
-        "infonce_symmetric", std::move(loss), inputs,
-        [q = q.value(), p = p.value(), candidates, A = dloss_dq_to_p, B = dloss_dp_to_q, dloss_dlog_tau,
-         inverse_tau = 1.0 / temperature.tau, N, has_negatives = negatives.defined()](const Tensor& dy) -> Grads {
-            double scale = dy.item() * inverse_tau;
-            Tensor dq = (matmul(A, candidates) + matmul(B, p, Transpose::First)) * scale;  // (A·C + B^T·p) / tau  [N, d]
-            Tensor dcandidates = matmul(A, q, Transpose::First) * scale;                  // A^T·q / tau          [N+M, d]
-            Tensor dp = slice(dcandidates, 0, 0, N) + matmul(B, q) * scale;               // ... + B·q / tau      [N, d]
-            Grads grads{dq, dp};
-            if (has_negatives)
-                grads.push_back(slice(dcandidates, 0, N, dcandidates.size(0)));           // dL/dnegatives        [M, d]
-            if (dloss_dlog_tau.defined()) grads.push_back(dloss_dlog_tau * dy.item());
-            return grads;
-        });
+    InfonceSweep sweep = infonce_symmetric_sweep(q.value(), p.value(), negatives.value(), temperature.tau,
+                                                 any_needs_gradient(inputs), blocking);
+    Tensor loss = Tensor::scalar(sweep.loss, q.dtype());
+    Tensor dloss_dlog_tau = sweep.dq.defined() ? log_tau_gradient(temperature, sweep.dloss_dtau, log_tau) : Tensor();
+    return Var::from_op("infonce_symmetric", std::move(loss), inputs, scaled_gradients(sweep, dloss_dlog_tau));
+}
+
+Var infonce_symmetric(const Var& q, const Var& p, const Var& negatives, const Var& log_tau, double tau) {
+    return infonce_symmetric(q, p, negatives, log_tau, tau, LogitBlocking{});
 }
 
 LossDefinition infonce_symmetric_definition() {

@@ -3,6 +3,7 @@
 //   L = 1/2 [ (1/N) sum_i ( lse_j q_i·c_j/tau - q_i·p_i/tau ) + (1/N) sum_i ( lse_j p_i·q_j/tau - p_i·q_i/tau ) ]
 // Derivation: docs/derivations/infonce_symmetric.md.
 #pragma once
+#include "losses/infonce_blocks.h"
 #include "losses/loss.h"
 
 namespace nce::losses {
@@ -10,6 +11,9 @@ namespace nce::losses {
 // Inputs as infonce's: q, p [N, d] (N >= 2); negatives [M, d] or undefined; log_tau
 // undefined for the fixed `tau` (> 0) or one learnable element. Returns L, shape [].
 Var infonce_symmetric(const Var& q, const Var& p, const Var& negatives, const Var& log_tau, double tau = 0.05);
+// The same, with the logits' row blocks chosen by hand (LogitBlocking in infonce_blocks.h).
+Var infonce_symmetric(const Var& q, const Var& p, const Var& negatives, const Var& log_tau, double tau,
+                      LogitBlocking blocking);
 
 LossDefinition infonce_symmetric_definition();
 

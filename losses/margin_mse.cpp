@@ -1,12 +1,71 @@
-// PLACEHOLDER: being written (issue 4).
 #include "losses/margin_mse.h"
 
+#include "losses/loss_common.h"
+#include "losses/random_inputs.h"
+
 namespace nce::losses {
+namespace {
+
+constexpr const char* kLoss = "margin_mse";
+
+void check_inputs(const Var& q, const Var& p, const Var& n) {
+    check_matrix(q, kLoss, "q");
+    check_matrix(p, kLoss, "p");
+    check_matrix(n, kLoss, "n");
+    check_same_shape(q, p, kLoss, "q", "p");
+    check_same_shape(q, n, kLoss, "q", "n");
+    NCE_CHECK(p.dtype() == q.dtype() && n.dtype() == q.dtype(), "{}: q ({}), p ({}) and n ({}) must have the same dtype",
+              kLoss, dtype_name(q.dtype()), dtype_name(p.dtype()), dtype_name(n.dtype()));
+    check_min_rows(q.size(0), 1, kLoss, "N (rows of q)");
+}
+
+}  // namespace
+
+// Margin MSE.     q, p, n: [N, d]     label: [N]
+//   r_i = q_i·p_i - q_i·n_i - label_i = q_i·(p_i - n_i) - label_i       [N]   the residual
+//   L   = (1/N) sum_i r_i^2
+//
+//   dL/dr_i = 2 r_i / N                                                 [N]
+//   dr_i/dq_i = p_i - n_i,   dr_i/dp_i = q_i,   dr_i/dn_i = -q_i, so
+//   dL/dq_i =  dL/dr_i (p_i - n_i)         [N, 1] * [N, d]
+//   dL/dp_i =  dL/dr_i q_i
+//   dL/dn_i = -dL/dr_i q_i
+Var margin_mse(const Var& q, const Var& p, const Var& n, const Tensor& label) {
+    check_inputs(q, p, n);
+    int64_t N = q.size(0);
+    std::vector<double> label_values = read_values(Var(label), N, kLoss, "label");
+    Tensor labels = Tensor::from_vector(label_values, {N}, q.dtype());  // [N]
+
+    Tensor difference = p.value() - n.value();                           // p - n  [N, d]
+    Tensor residual = sum(q.value() * difference, 1) - labels;           // r  [N]
+    Tensor loss = mean(square(residual));                                // []
+    return Var::from_op(kLoss, std::move(loss), {q, p, n},
+        [qv = q.value(), difference, slope = (residual * (2.0 / static_cast<double>(N))).reshape({N, 1})](
+            const Tensor& dy) -> Grads {
+            Tensor dloss_dresidual = slope * dy.item();  // [N, 1]
+            Tensor dp = dloss_dresidual * qv;            // [N, d]
+            return {dloss_dresidual * difference, dp, -dp};
+        });
+}
 
 LossDefinition margin_mse_definition() {
     LossDefinition loss;
-    loss.name = "margin_mse";
-    loss.compute = [](const LossArguments&) -> Var { fail("margin_mse: not written yet"); };
+    loss.name = kLoss;
+    loss.inputs = {{"q", InputKind::Embedding},
+                   {"p", InputKind::Embedding},
+                   {"n", InputKind::Embedding},
+                   {"label", InputKind::Data}};
+    loss.compute = [](const LossArguments& arguments) {
+        return margin_mse(arguments.input("q"), arguments.input("p"), arguments.input("n"),
+                          arguments.input("label").value());
+    };
+    // Random unit rows; teacher margins uniform in [-1, 2] (a smooth loss: no kink to avoid).
+    loss.example = [](Generator& generator, int64_t rows, int64_t dim) {
+        return std::map<std::string, Tensor>{{"q", random_unit_rows(generator, rows, dim)},
+                                             {"p", random_unit_rows(generator, rows, dim)},
+                                             {"n", random_unit_rows(generator, rows, dim)},
+                                             {"label", generator.uniform({rows}, Dtype::Float64, -1.0, 2.0)}};
+    };
     return loss;
 }
 

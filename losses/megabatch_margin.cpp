@@ -1,12 +1,123 @@
-// PLACEHOLDER: being written (issue 4).
 #include "losses/megabatch_margin.h"
 
+#include <cmath>
+#include <limits>
+
+#include "losses/loss_common.h"
+#include "losses/random_inputs.h"
+
 namespace nce::losses {
+namespace {
+
+constexpr const char* kLoss = "megabatch_margin";
+
+void check_inputs(const Var& a, const Var& p, double pos_margin, double neg_margin) {
+    check_matrix(a, kLoss, "a");
+    check_matrix(p, kLoss, "p");
+    check_same_shape(a, p, kLoss, "a", "p");
+    NCE_CHECK(a.dtype() == p.dtype(), "{}: a is {} but p is {}; give both the same dtype", kLoss,
+              dtype_name(a.dtype()), dtype_name(p.dtype()));
+    check_min_rows(a.size(0), 2, kLoss, "N (rows of a, p; the other rows of p are the negatives)");
+    NCE_CHECK(pos_margin >= 0 && std::isfinite(pos_margin), "{}: parameter pos_margin must be >= 0, got {}", kLoss,
+              pos_margin);
+    NCE_CHECK(neg_margin >= 0 && std::isfinite(neg_margin), "{}: parameter neg_margin must be >= 0, got {}", kLoss,
+              neg_margin);
+}
+
+// 1 where a hinge is active (h > 0), else 0, divided by N: the slope of (1/N) relu(h).   [N, 1]
+Tensor hinge_slope(const Tensor& hinge) {
+    int64_t N = hinge.size(0);
+    return (step(hinge) / static_cast<double>(N)).reshape({N, 1});
+}
+
+}  // namespace
+
+std::vector<int64_t> hardest_negatives(const Tensor& a, const Tensor& p) {
+    int64_t N = a.size(0);
+    Tensor similarities = matmul(a, p, Transpose::Second);  // a p^T  [N, N]
+    Tensor off_diagonal = Tensor::full({N, N}, 1.0, Dtype::Float64);
+    for (int64_t i = 0; i < N; ++i) off_diagonal.data<double>()[i * N + i] = 0.0;
+    // The diagonal at -inf can never be the max; max() returns the first maximum on ties.
+    Tensor negatives = masked_fill(similarities, off_diagonal.to(a.dtype()), -std::numeric_limits<double>::infinity());
+    return max(negatives, 1).indices.to_indices();
+}
+
+// MegaBatch margin.     a, p: [N, d]     j = j*(i), the hardest negative of row i
+//   h_i = pos_margin - a_i·p_i          k_i = a_i·p_j - neg_margin            [N]
+//   L = (1/N) sum_i [ relu(h_i) + relu(k_i) ]
+//
+// Backward (each step in docs/derivations/megabatch_margin.md). The argmax is a choice, not
+// a function of a and p that varies smoothly: near a point without ties it stays fixed, so
+// k_i depends on a_i and on p_j*(i) only, and no other p_j gets any gradient from it.
+//   dL/dh_i = [h_i > 0] / N,   dL/dk_i = [k_i > 0] / N                    [N, 1]
+//   dL/da_i = -dL/dh_i p_i + dL/dk_i p_j*(i)                               [N, d]
+//   dL/dp_i = -dL/dh_i a_i + sum over rows r with j*(r) = i of dL/dk_r a_r
+//   (a p_j chosen by several rows collects each of their pulls; with the matrix
+//   H_rj = dL/dk_r [j = j*(r)]  [N, N], that sum is H^T · a)
+// The node's output gradient dy (a scalar) multiplies each of them.
+Var megabatch_margin(const Var& a, const Var& p, double pos_margin, double neg_margin) {
+    check_inputs(a, p, pos_margin, neg_margin);
+    int64_t N = a.size(0);
+    const Tensor &av = a.value(), &pv = p.value();
+    std::vector<int64_t> hardest = hardest_negatives(av, pv);        // j*(i)
+    Tensor hardest_p = index_select(pv, Tensor::from_indices(hardest, {N}));  // p_j*(i)  [N, d]
+    Tensor positive_hinge = pos_margin - sum(av * pv, 1);                   // h  [N]
+    Tensor negative_hinge = sum(av * hardest_p, 1) - neg_margin;            // k  [N]
+    Tensor loss = mean(relu(positive_hinge) + relu(negative_hinge));        // []
+
+    // H_rj = dL/dk_r at j = j*(r), 0 elsewhere: routes each row's negative pull to its p_j*.
+    Tensor negative_slope = hinge_slope(negative_hinge);  // [N, 1]
+    std::vector<double> routing(static_cast<size_t>(N * N), 0.0);
+    for (int64_t r = 0; r < N; ++r) routing[r * N + hardest[r]] = negative_slope.at(r);
+    Tensor H = Tensor::from_vector(routing, {N, N}, a.dtype());
+
+    return Var::from_op(kLoss, std::move(loss), {a, p},
+        [av, pv, hardest_p, positive_slope = hinge_slope(positive_hinge), negative_slope, H](
+            const Tensor& dloss) -> Grads {
+            double factor = dloss.item();
+            Tensor da = (negative_slope * hardest_p - positive_slope * pv) * factor;    // [N, d]
+            Tensor dp = (matmul(H, av, Transpose::First) - positive_slope * av) * factor;  // H^T·a - slope·a  [N, d]
+            return {da, dp};
+        });
+}
 
 LossDefinition megabatch_margin_definition() {
     LossDefinition loss;
-    loss.name = "megabatch_margin";
-    loss.compute = [](const LossArguments&) -> Var { fail("megabatch_margin: not written yet"); };
+    loss.name = kLoss;
+    loss.inputs = {{"a", InputKind::Embedding}, {"p", InputKind::Embedding}};
+    loss.params = {{"pos_margin", "0.8", ParamRule::NonNegative, {}},
+                   {"neg_margin", "0.3", ParamRule::NonNegative, {}}};
+    loss.compute = [](const LossArguments& arguments) {
+        return megabatch_margin(arguments.input("a"), arguments.input("p"), arguments.number("pos_margin"),
+                                arguments.number("neg_margin"));
+    };
+    // max(rows, 2) pairs of unit rows, p_i a noisy copy of a_i, redrawn (up to 1000 times)
+    // until, at the default margins, every hinge is at least 0.03 from its kink and every
+    // row's hardest negative beats the runner-up by at least 0.03 (no ties in the argmax).
+    loss.example = [](Generator& generator, int64_t rows, int64_t dim) {
+        int64_t N = std::max<int64_t>(rows, 2);
+        Tensor a, p;
+        for (int attempt = 0; attempt < 1000; ++attempt) {
+            a = random_unit_rows(generator, N, dim);
+            p = a + random_unit_rows(generator, N, dim) * 0.9;
+            p = p / sqrt(sum(p * p, 1, /*keepdim=*/true));
+            std::vector<double> s = matmul(a, p, Transpose::Second).to_vector();  // [N, N]
+            bool smooth = true;
+            for (int64_t i = 0; i < N && smooth; ++i) {
+                double best = -INFINITY, second = -INFINITY;
+                for (int64_t j = 0; j < N; ++j) {
+                    if (j == i) continue;
+                    double value = s[i * N + j];
+                    if (value > best) second = best, best = value;
+                    else if (value > second) second = value;
+                }
+                smooth = std::abs(0.8 - s[i * N + i]) > 0.03 && std::abs(best - 0.3) > 0.03 &&
+                         (N == 2 || best - second > 0.03);
+            }
+            if (smooth) break;
+        }
+        return std::map<std::string, Tensor>{{"a", a}, {"p", p}};
+    };
     return loss;
 }
 

@@ -1,12 +1,122 @@
-// PLACEHOLDER: being written (issue 4).
 #include "losses/multi_positive_in.h"
 
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "losses/loss_common.h"
+#include "losses/random_inputs.h"
+#include "losses/random_query_groups.h"
+#include "losses/soft_target_cross_entropy.h"
+
 namespace nce::losses {
+namespace {
+
+constexpr const char* kLoss = "multi_positive_in";
+
+// 1 where qid_j = qid_i (j in G(i)), else 0     [N, N]; the diagonal is always 1.
+Tensor same_group_mask(const std::vector<int64_t>& qid, Dtype dtype) {
+    int64_t rows = static_cast<int64_t>(qid.size());
+    std::vector<double> mask(static_cast<size_t>(rows * rows), 0.0);
+    for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < rows; ++j)
+            if (qid[j] == qid[i]) mask[i * rows + j] = 1.0;
+    return Tensor::from_vector(mask, {rows, rows}, dtype);
+}
+
+// log |G(i)| for each row     [N]
+Tensor log_group_sizes(const std::vector<int64_t>& qid, Dtype dtype) {
+    std::map<int64_t, int64_t> group_size;
+    for (int64_t id : qid) ++group_size[id];
+    std::vector<double> logs;
+    for (int64_t id : qid) logs.push_back(std::log(static_cast<double>(group_size[id])));
+    return Tensor::from_vector(logs, {static_cast<int64_t>(qid.size())}, dtype);
+}
+
+// Random groups of 1 to 3 rows (random_query_ids); when the draw has no group of two or
+// more, row 1 joins row 0's group, so the example always exercises a real group.
+Tensor query_ids_with_a_real_group(Generator& generator, int64_t rows) {
+    std::vector<int64_t> ids = random_query_ids(generator, rows).to_indices();
+    std::map<int64_t, int64_t> group_size;
+    for (int64_t id : ids) ++group_size[id];
+    if (group_size.size() == ids.size() && rows >= 2) ids[1] = ids[0];
+    return Tensor::from_indices(ids, {rows});
+}
+
+}  // namespace
+
+// l = q p^T / tau                        q, p: [N, d]    l: [N, N]
+// log P = log_softmax rows of l          [N, N]
+// m_i = lse_{j in G(i)} log P_ij = log sum_{j in G(i)} P_ij      (the group's softmax mass, as a log)
+// L = (1/N) sum_i ( log|G(i)| - m_i )
+//
+// Write m_i = lse_{j in G(i)} l_ij - lse_k l_ik. Each lse has the softmax of its own
+// entries as its gradient, so with
+//   Q_ik = exp(l_ik) / sum_{j in G(i)} exp(l_ij) for k in G(i), 0 elsewhere   (softmax within the group)
+// dm_i/dl_ik = Q_ik - P_ik, and
+// dL/dl = (P - Q) / N                    [N, N]: soft_target_cross_entropy_gradient with T = Q
+//                                        (rows of Q sum to 1; Q is a constant of the backward)
+// dL/dq = dL/dl · p / tau                [N, N]·[N, d]
+// dL/dp = (dL/dl)^T · q / tau            [N, N]^T·[N, d]
+// dL/dtau = -(1/tau) sum_ij dL/dl_ij · l_ij = -(1/tau) sum(q ⊙ dL/dq)
+// dL/dlog_tau = tau · dL/dtau            (0 while tau sits at its floor 1e-4)
+Var multi_positive_in(const Var& q, const Var& p, const Tensor& qid, const Var& log_tau, double tau) {
+    check_matrix(q, kLoss, "q");
+    check_matrix(p, kLoss, "p");
+    check_same_shape(q, p, kLoss, "q", "p");
+    NCE_CHECK(q.dtype() == p.dtype(), "{}: q is {} but p is {}; give both the same dtype", kLoss,
+              dtype_name(q.dtype()), dtype_name(p.dtype()));
+    int64_t rows = q.size(0);
+    check_min_rows(rows, 2, kLoss, "N (rows of q; the other rows are the negatives)");
+    std::vector<int64_t> ids = read_ids(Var(qid), rows, kLoss, "qid");
+    // tau is checked even when log_tau makes it unused (spec, Conventions).
+    NCE_CHECK(tau > 0 && std::isfinite(tau), "{}: parameter tau must be a finite number > 0, got {}", kLoss, tau);
+    Temperature temperature = resolve_temperature(log_tau, tau, kLoss);
+
+    Tensor logits = matmul(q.value(), p.value(), Transpose::Second) * (1.0 / temperature.tau);  // l [N, N]
+    Tensor log_probabilities = log_softmax(logits);                                             // log P [N, N]
+    // Within the group only: entries outside G(i) become -inf. The diagonal is in G(i), so
+    // every row keeps a finite entry; shifting by the row's largest entry, no exponent is positive.
+    Tensor group_mask = same_group_mask(ids, q.dtype());  // [N, N]
+    Tensor group_log_probabilities = masked_fill(log_probabilities, group_mask, -std::numeric_limits<double>::infinity());
+    Tensor largest = max(group_log_probabilities, 1, /*keepdim=*/true).values;                  // [N, 1]
+    Tensor group_log_mass =
+        largest + log(sum(exp(group_log_probabilities - largest), 1, /*keepdim=*/true));        // m [N, 1]
+    // Q = P_ij / sum_G P [N, N]; times the mask so that it is exactly 0 outside G(i) (the
+    // vectorised exp returns a tiny denormal, not 0, for -inf).
+    Tensor group_softmax = exp(group_log_probabilities - group_log_mass) * group_mask;
+    Tensor loss = mean(log_group_sizes(ids, q.dtype()) - group_log_mass.reshape({rows}));  // []
+
+    return Var::from_op(kLoss, std::move(loss), {q, p, log_tau},
+        [qv = q.value(), pv = p.value(), probabilities = exp(log_probabilities), group_softmax,
+         temperature, log_tau_like = log_tau.detach()](const Tensor& dloss) -> Grads {
+            // (P - Q) / N: rowsum(Q) = 1, so the shared soft-target gradient is exactly this.
+            Tensor dlogits = soft_target_cross_entropy_gradient(probabilities, group_softmax) * dloss.item();  // [N, N]
+            LogitGradients gradients = backward_through_logits(dlogits, qv, pv, temperature.tau);
+            return {gradients.dq, gradients.dp, log_tau_gradient(temperature, gradients.dtau, log_tau_like)};
+        });
+}
 
 LossDefinition multi_positive_in_definition() {
     LossDefinition loss;
-    loss.name = "multi_positive_in";
-    loss.compute = [](const LossArguments&) -> Var { fail("multi_positive_in: not written yet"); };
+    loss.name = kLoss;
+    loss.inputs = {{"q", InputKind::Embedding},
+                   {"p", InputKind::Embedding},
+                   {"qid", InputKind::Data},
+                   {"log_tau", InputKind::Scalar, /*required=*/false}};
+    loss.params = {{"tau", "0.1", ParamRule::Positive, {}}};
+    loss.compute = [](const LossArguments& arguments) {
+        return multi_positive_in(arguments.input("q"), arguments.input("p"), arguments.input("qid").value(),
+                                 arguments.optional("log_tau"), arguments.number("tau"));
+    };
+    // Random unit rows, groups of 1 to 3 rows scattered over the batch (at least one real
+    // group), a learnable tau of 0.1.
+    loss.example = [](Generator& generator, int64_t rows, int64_t dim) {
+        return std::map<std::string, Tensor>{{"q", random_unit_rows(generator, rows, dim)},
+                                             {"p", random_unit_rows(generator, rows, dim)},
+                                             {"qid", query_ids_with_a_real_group(generator, rows)},
+                                             {"log_tau", Tensor::full({1}, std::log(0.1), Dtype::Float64)}};
+    };
     return loss;
 }
 

@@ -1,12 +1,107 @@
-// PLACEHOLDER: being written (issue 4).
 #include "losses/relaxed_hard_negative.h"
 
+#include <cmath>
+#include <map>
+
+#include "losses/loss_common.h"
+#include "losses/random_inputs.h"
+#include "losses/random_query_groups.h"
+#include "losses/soft_target_cross_entropy.h"
+
 namespace nce::losses {
+namespace {
+
+constexpr const char* kLoss = "relaxed_hard_negative";
+
+struct RelaxedTargets {
+    Tensor targets;         // t [N, N]; every row sums to 1
+    double entropy_term;    // (1/N) sum_ij t_ij log t_ij, over t_ij > 0 only (0·log 0 = 0)
+};
+
+// t_ii = 1 - p_relax, t_ij = p_relax / (|G(i)| - 1) for the other j in G(i); one-hot when |G(i)| = 1.
+RelaxedTargets relaxed_targets(const std::vector<int64_t>& qid, double p_relax, Dtype dtype) {
+    int64_t rows = static_cast<int64_t>(qid.size());
+    std::map<int64_t, int64_t> group_size;
+    for (int64_t id : qid) ++group_size[id];
+    std::vector<double> targets(static_cast<size_t>(rows * rows), 0.0);
+    double entropy_sum = 0;
+    for (int64_t i = 0; i < rows; ++i) {
+        int64_t others = group_size[qid[i]] - 1;
+        for (int64_t j = 0; j < rows; ++j) {
+            double t = 0;
+            if (j == i) t = others == 0 ? 1.0 : 1.0 - p_relax;
+            else if (qid[j] == qid[i]) t = p_relax / static_cast<double>(others);
+            targets[i * rows + j] = t;
+            if (t > 0) entropy_sum += t * std::log(t);
+        }
+    }
+    return {Tensor::from_vector(targets, {rows, rows}, dtype), entropy_sum / static_cast<double>(rows)};
+}
+
+// Random groups of 1 to 3 rows (random_query_ids); when the draw has no group of two or
+// more, row 1 joins row 0's group, so the example always exercises a real group.
+Tensor query_ids_with_a_real_group(Generator& generator, int64_t rows) {
+    std::vector<int64_t> ids = random_query_ids(generator, rows).to_indices();
+    std::map<int64_t, int64_t> group_size;
+    for (int64_t id : ids) ++group_size[id];
+    if (group_size.size() == ids.size() && rows >= 2) ids[1] = ids[0];
+    return Tensor::from_indices(ids, {rows});
+}
+
+}  // namespace
+
+// l = q p^T / tau                        q, p: [N, d]    l: [N, N]
+// t: the relaxed targets                 [N, N]   (built from qid and p_relax: data, no gradient)
+// L = (1/N) sum_ij t_ij log t_ij  -  (1/N) sum_ij t_ij log P_ij      P = softmax rows of l
+//     the first term is a constant (the targets' negative entropy); the second is the
+//     soft-target cross-entropy of soft_target_cross_entropy.h
+//
+// dL/dl = (P - t) / N                    rows of t sum to 1
+// dL/dq = dL/dl · p / tau                [N, N]·[N, d]
+// dL/dp = (dL/dl)^T · q / tau            [N, N]^T·[N, d]
+Var relaxed_hard_negative(const Var& q, const Var& p, const Tensor& qid, double tau, double p_relax) {
+    check_matrix(q, kLoss, "q");
+    check_matrix(p, kLoss, "p");
+    check_same_shape(q, p, kLoss, "q", "p");
+    NCE_CHECK(q.dtype() == p.dtype(), "{}: q is {} but p is {}; give both the same dtype", kLoss,
+              dtype_name(q.dtype()), dtype_name(p.dtype()));
+    int64_t rows = q.size(0);
+    check_min_rows(rows, 2, kLoss, "N (rows of q; the other rows are the negatives)");
+    std::vector<int64_t> ids = read_ids(Var(qid), rows, kLoss, "qid");
+    NCE_CHECK(tau > 0 && std::isfinite(tau), "{}: parameter tau must be a finite number > 0, got {}", kLoss, tau);
+    NCE_CHECK(p_relax >= 0 && p_relax < 1, "{}: parameter p_relax must satisfy 0 <= p_relax < 1, got {}", kLoss,
+              p_relax);
+
+    Tensor logits = matmul(q.value(), p.value(), Transpose::Second) * (1.0 / tau);  // l [N, N]
+    RelaxedTargets relaxed = relaxed_targets(ids, p_relax, q.dtype());
+    SoftTargetCrossEntropy forward = soft_target_cross_entropy(logits, relaxed.targets);
+    Tensor loss = forward.loss + relaxed.entropy_term;  // []
+
+    return Var::from_op(kLoss, std::move(loss), {q, p},
+        [qv = q.value(), pv = p.value(), probabilities = forward.probabilities, targets = relaxed.targets,
+         tau](const Tensor& dloss) -> Grads {
+            Tensor dlogits = soft_target_cross_entropy_gradient(probabilities, targets) * dloss.item();  // (P - t)/N
+            LogitGradients gradients = backward_through_logits(dlogits, qv, pv, tau);
+            return {gradients.dq, gradients.dp};
+        });
+}
 
 LossDefinition relaxed_hard_negative_definition() {
     LossDefinition loss;
-    loss.name = "relaxed_hard_negative";
-    loss.compute = [](const LossArguments&) -> Var { fail("relaxed_hard_negative: not written yet"); };
+    loss.name = kLoss;
+    loss.inputs = {{"q", InputKind::Embedding}, {"p", InputKind::Embedding}, {"qid", InputKind::Data}};
+    loss.params = {{"tau", "0.1", ParamRule::Positive, {}}, {"p_relax", "0.1", ParamRule::UnitInterval, {}}};
+    loss.compute = [](const LossArguments& arguments) {
+        return relaxed_hard_negative(arguments.input("q"), arguments.input("p"), arguments.input("qid").value(),
+                                     arguments.number("tau"), arguments.number("p_relax"));
+    };
+    // Random unit rows; real groups of 1 to 3 rows, so both the one-hot rows (|G| = 1) and
+    // the relaxed ones appear.
+    loss.example = [](Generator& generator, int64_t rows, int64_t dim) {
+        return std::map<std::string, Tensor>{{"q", random_unit_rows(generator, rows, dim)},
+                                             {"p", random_unit_rows(generator, rows, dim)},
+                                             {"qid", query_ids_with_a_real_group(generator, rows)}};
+    };
     return loss;
 }
 

@@ -1,12 +1,130 @@
-// PLACEHOLDER: being written (issue 4).
 #include "losses/siglip.h"
 
+#include <cmath>
+#include <limits>
+
+#include "losses/loss_common.h"
+#include "losses/random_inputs.h"
+
 namespace nce::losses {
+namespace {
+
+constexpr const char* kLoss = "siglip";
+
+// z_ij = 1 on the diagonal (the matching pair), -1 elsewhere.   [N, N]
+Tensor pair_signs(int64_t rows, Dtype dtype) {
+    Tensor signs = Tensor::full({rows, rows}, -1.0, Dtype::Float64);
+    for (int64_t i = 0; i < rows; ++i) signs.data<double>()[i * rows + i] = 1.0;
+    return signs.to(dtype);
+}
+
+// softplus(t) = log(1 + exp(t)) = max(t, 0) + log1p(exp(-|t|)): the exponent is never
+// positive, and log1p keeps the tiny values of exp(-|t|) that log(1 + .) would round away.
+double softplus(double t) { return std::max(t, 0.0) + std::log1p(std::exp(-std::abs(t))); }
+
+// sigmoid(t) = 1 / (1 + exp(-t)), written so that exp only sees -|t|.
+double sigmoid(double t) {
+    double e = std::exp(-std::abs(t));
+    return t >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
+}
+
+struct PairTerms {
+    double loss_sum = 0;  // sum_ij softplus(-z_ij g_ij)
+    Tensor dloss_dg;      // dL/dg = -(1/N) z ⊙ sigmoid(-z ⊙ g)   [N, N]
+};
+
+// Both passes over the N^2 pairs in one loop, in double (the results go back to g's dtype).
+PairTerms pair_terms(const Tensor& g, const Tensor& z) {
+    int64_t rows = g.size(0);
+    std::vector<double> logits = g.to_vector(), signs = z.to_vector(), slopes(logits.size());
+    PairTerms terms;
+    for (size_t k = 0; k < logits.size(); ++k) {
+        double margin = signs[k] * logits[k];  // z_ij g_ij: positive when the pair is judged right
+        terms.loss_sum += softplus(-margin);   // -log sigmoid(m) = softplus(-m)
+        slopes[k] = -signs[k] * sigmoid(-margin) / static_cast<double>(rows);
+    }
+    terms.dloss_dg = Tensor::from_vector(slopes, g.shape(), g.dtype());
+    return terms;
+}
+
+void check_inputs(const Var& x, const Var& y) {
+    check_matrix(x, kLoss, "x");
+    check_matrix(y, kLoss, "y");
+    check_same_shape(x, y, kLoss, "x", "y");
+    NCE_CHECK(x.dtype() == y.dtype(), "{}: x is {} but y is {}; give both the same dtype", kLoss,
+              dtype_name(x.dtype()), dtype_name(y.dtype()));
+    check_min_rows(x.size(0), 1, kLoss, "N (rows of x, y)");
+}
+
+}  // namespace
+
+// SigLIP.     x, y: [N, d]    S = x y^T: [N, N]    scale = exp(log_scale)
+//   g = scale S + bias                       [N, N]
+//   z_ij = 1 if i = j else -1                [N, N]  (data: which pairs match)
+//   L = (1/N) sum_ij softplus(-z_ij g_ij)    since -log sigmoid(m) = log(1 + exp(-m)) = softplus(-m)
+//
+// Backward (each step in docs/derivations/siglip.md):
+//   d softplus(t)/dt = sigmoid(t), and t = -z_ij g_ij has dt/dg_ij = -z_ij, so
+//   dL/dg = G = -(1/N) z ⊙ sigmoid(-z ⊙ g)   [N, N]
+//   dL/dx = scale · G · y                     [N, N]·[N, d]
+//   dL/dy = scale · G^T · x                   [N, N]^T·[N, d]
+//   dL/dlog_scale = sum_ij G_ij · scale S_ij   (dscale/dlog_scale = scale)
+//                 = sum(x ⊙ dL/dx)            (row i of G·y dotted with x_i is sum_j G_ij S_ij)
+//   dL/dbias = sum_ij G_ij                    (dg_ij/dbias = 1)
+// The node's output gradient dy (a scalar) multiplies each of them.
+Var siglip(const Var& x, const Var& y, const Var& log_scale, const Var& bias) {
+    check_inputs(x, y);
+    double log_scale_value = read_scalar(log_scale, kLoss, "log_scale");
+    double bias_value = read_scalar(bias, kLoss, "bias");
+    double scale = std::exp(log_scale_value);
+    double largest = x.dtype() == Dtype::Float32 ? std::numeric_limits<float>::max()
+                                                 : std::numeric_limits<double>::max();
+    NCE_CHECK(scale < largest, "{}: exp(log_scale) overflows {} (log_scale = {}); give a log_scale below {}", kLoss,
+              dtype_name(x.dtype()), log_scale_value, std::log(largest));
+    int64_t N = x.size(0);
+
+    Tensor logits = matmul(x.value(), y.value(), Transpose::Second) * scale + bias_value;  // g [N, N]
+    NCE_CHECK(all_finite(logits),
+              "{}: the logits exp(log_scale) x_i·y_j + bias overflow {} (log_scale = {}); lower log_scale", kLoss,
+              dtype_name(x.dtype()), log_scale_value);
+    PairTerms terms = pair_terms(logits, pair_signs(N, x.dtype()));
+    Tensor loss = Tensor::scalar(terms.loss_sum / static_cast<double>(N), x.dtype());
+
+    return Var::from_op(kLoss, std::move(loss), {x, y, log_scale, bias},
+        [xv = x.value(), yv = y.value(), G = terms.dloss_dg, scale, log_scale_like = log_scale.detach(),
+         bias_like = bias.detach()](const Tensor& dloss) -> Grads {
+            double factor = dloss.item();
+            Tensor dx = matmul(G, yv) * (scale * factor);                    // scale · G · y      [N, d]
+            Tensor dy = matmul(G, xv, Transpose::First) * (scale * factor);  // scale · G^T · x    [N, d]
+            double dlog_scale = sum(xv * dx).item();                         // sum(x ⊙ dL/dx), dy already in
+            double dbias = sum(G).item() * factor;                           // sum_ij G_ij
+            return {dx, dy, scalar_like(log_scale_like, dlog_scale), scalar_like(bias_like, dbias)};
+        });
+}
 
 LossDefinition siglip_definition() {
     LossDefinition loss;
-    loss.name = "siglip";
-    loss.compute = [](const LossArguments&) -> Var { fail("siglip: not written yet"); };
+    loss.name = kLoss;
+    loss.inputs = {{"x", InputKind::Embedding},
+                   {"y", InputKind::Embedding},
+                   {"log_scale", InputKind::Scalar},
+                   {"bias", InputKind::Scalar}};
+    loss.params = {};
+    loss.compute = [](const LossArguments& arguments) {
+        return siglip(arguments.input("x"), arguments.input("y"), arguments.input("log_scale"),
+                      arguments.input("bias"));
+    };
+    // Pairs of unit rows, y_i a noisy copy of x_i (so matching pairs score higher), at a scale
+    // of 10 and bias -2: the logits spread over about [-12, 8], where sigmoid is not flat.
+    loss.example = [](Generator& generator, int64_t rows, int64_t dim) {
+        Tensor x = random_unit_rows(generator, rows, dim);
+        Tensor y = x + random_unit_rows(generator, rows, dim);
+        y = y / sqrt(sum(y * y, 1, /*keepdim=*/true));
+        return std::map<std::string, Tensor>{{"x", x},
+                                             {"y", y},
+                                             {"log_scale", Tensor::full({1}, std::log(10.0), Dtype::Float64)},
+                                             {"bias", Tensor::full({1}, -2.0, Dtype::Float64)}};
+    };
     return loss;
 }
 

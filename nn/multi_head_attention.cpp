@@ -80,11 +80,15 @@ Var MultiHeadAttention::forward(const Var& x, const Tensor& key_padding_mask, Ge
     const int64_t batch = x.size(0), tokens = x.size(1), heads = num_heads_, head_dim = dim / heads;
     if (key_padding_mask.defined()) check_key_padding_mask(key_padding_mask, batch, tokens);
 
-    Var qkv = linear(x, in_proj_weight, in_proj_bias);  // [B, T, 3D]
+    // q, k and v each from their own rows of in_proj_weight and in_proj_bias: the same
+    // numbers as slicing x in_proj_weight^T + in_proj_bias [B, T, 3D] into three, but the
+    // backward then slices only the [3D, D] weight (each part's gradient lands in a zeroed
+    // [3D, D]) instead of the [B, T, 3D] activations, and x's three gradients are [B, T, D].
     // [B, T, D] -> [B, T, H, dh] -> [B, H, T, dh]: head h is columns h·dh .. (h+1)·dh.
     auto split_heads = [&](int64_t part) {
-        Var columns = slice(qkv, 2, part * dim, (part + 1) * dim);
-        return permute(reshape(columns, {batch, tokens, heads, head_dim}), {0, 2, 1, 3});
+        Var projected = linear(x, slice(in_proj_weight, 0, part * dim, (part + 1) * dim),
+                               slice(in_proj_bias, 0, part * dim, (part + 1) * dim));  // [B, T, D]
+        return permute(reshape(projected, {batch, tokens, heads, head_dim}), {0, 2, 1, 3});
     };
     Var q = split_heads(0), k = split_heads(1), v = split_heads(2);  // [B, H, T, dh]
 

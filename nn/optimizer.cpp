@@ -1,5 +1,7 @@
 #include "nn/optimizer.h"
 
+#include "nn/adam_update.h"
+
 #include <cmath>
 #include <set>
 
@@ -202,8 +204,6 @@ AdamW::AdamW(std::vector<Var*> parameters, AdamWOptions options)
 //   denom = sqrt(exp_avg_sq) / sqrt(bias_correction2) + eps
 //   p = p - (lr / bias_correction1) · exp_avg / denom
 void Adam::update(size_t index, Var& parameter, const Tensor& grad) {
-    const double lr = learning_rate(), beta1 = options_.beta1, beta2 = options_.beta2;
-    const double weight_decay = options_.weight_decay;
     Moments& m = moments_[index];
     Tensor p = parameter.value();
     if (!m.exp_avg.defined()) {
@@ -213,25 +213,21 @@ void Adam::update(size_t index, Var& parameter, const Tensor& grad) {
     }
     m.step += 1;
 
-    Tensor g = grad;
-    if (weight_decay != 0 && weight_decay_mode_ == WeightDecay::L2InGradient) g = g + p * weight_decay;
-    if (weight_decay != 0 && weight_decay_mode_ == WeightDecay::Decoupled) p = p * (1 - lr * weight_decay);
-
-    m.exp_avg = m.exp_avg * beta1 + g * (1 - beta1);
-    m.exp_avg_sq = m.exp_avg_sq * beta2 + g * g * (1 - beta2);
-
-    const double step = static_cast<double>(m.step);
-    const double bias_correction1 = 1 - std::pow(beta1, step);
-    const double bias_correction2 = 1 - std::pow(beta2, step);
-    const double step_size = lr / bias_correction1;
-
-    Tensor second_moment = m.exp_avg_sq;
-    if (options_.amsgrad) {
-        m.max_exp_avg_sq = maximum(m.max_exp_avg_sq, m.exp_avg_sq);
-        second_moment = m.max_exp_avg_sq;
-    }
-    Tensor denom = sqrt(second_moment) / std::sqrt(bias_correction2) + options_.eps;
-    parameter.set_value(p - m.exp_avg / denom * step_size);
+    // nn/adam_update.h: the lines above in one sweep over the parameter, bit-identical to
+    // reference_adam_update, which spells them out one Tensor operation at a time.
+    AdamHyperparameters hyperparameters{.learning_rate = learning_rate(),
+                                        .beta1 = options_.beta1,
+                                        .beta2 = options_.beta2,
+                                        .eps = options_.eps,
+                                        .weight_decay = options_.weight_decay,
+                                        .decoupled_weight_decay = weight_decay_mode_ == WeightDecay::Decoupled,
+                                        .amsgrad = options_.amsgrad,
+                                        .step = m.step};
+    AdamTensors next = fused_adam_update({p, m.exp_avg, m.exp_avg_sq, m.max_exp_avg_sq}, grad, hyperparameters);
+    m.exp_avg = next.exp_avg;
+    m.exp_avg_sq = next.exp_avg_sq;
+    if (options_.amsgrad) m.max_exp_avg_sq = next.max_exp_avg_sq;
+    parameter.set_value(next.parameter);
 }
 
 std::map<std::string, Tensor> Adam::parameter_state(size_t index) const {

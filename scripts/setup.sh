@@ -15,6 +15,8 @@ packages=(
     libeigen3-dev libopenblas-dev libtbb-dev libfmt-dev libcli11-dev nlohmann-json3-dev
     libsentencepiece-dev libfaiss-dev
     doctest-dev libbenchmark-dev python3
+    # distributed/ and its tests (mpirun): OpenMPI
+    libopenmpi-dev openmpi-bin
 )
 
 say() { echo "setup: $*"; }

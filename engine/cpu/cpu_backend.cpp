@@ -2,6 +2,7 @@
 #include "engine/cpu/cpu_backend.h"
 
 #include <array>
+#include <cmath>
 #include <cstring>
 
 #include "engine/allocator.h"
@@ -86,6 +87,17 @@ void CpuBackend::random(Distribution distribution, uint64_t seed, uint64_t offse
     dispatch_floating(out.dtype(), "random", [&](auto zero) {
         using T = decltype(zero);
         T* data = out.data<T>();
+        if (distribution == Distribution::Bernoulli) {
+            // Dropout's masks, the bulk of a training step's draws, without floating point:
+            // uniform = (bits >> 11) · 2^-53, and scaling by a power of two is exact, so
+            // uniform < a  <=>  (bits >> 11) < a · 2^53  <=>  (bits >> 11) < ceil(a · 2^53).
+            const uint64_t threshold = static_cast<uint64_t>(std::ceil(a * 0x1.0p53));
+            parallel_for(out.numel(), 4096, [&](int64_t begin, int64_t end) {
+                for (int64_t i = begin; i < end; ++i)
+                    data[i] = (random_bits::bits(seed, offset + static_cast<uint64_t>(i)) >> 11) < threshold ? T(1) : T(0);
+            });
+            return;
+        }
         parallel_for(out.numel(), 4096, [&](int64_t begin, int64_t end) {
             for (int64_t i = begin; i < end; ++i) {
                 uint64_t counter = offset + static_cast<uint64_t>(i);

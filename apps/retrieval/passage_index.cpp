@@ -1,0 +1,168 @@
+// The vector store: chunk passages with overlap, encode, index with FAISS, search.
+#include "apps/retrieval/passage_index.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "apps/retrieval/text_model.h"
+#include "engine/error.h"
+#include "eval/faiss_index.h"
+
+namespace nce::apps::retrieval {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Copies a file into place through a temporary name, so a reader never sees half of it.
+void copy_file_atomically(const std::string& from, const std::string& to) {
+    NCE_CHECK(fs::is_regular_file(from), "index: {} is missing (train first, or pass --checkpoint)", from);
+    std::string temporary = to + ".tmp";
+    std::error_code error;
+    fs::copy_file(from, temporary, fs::copy_options::overwrite_existing, error);
+    NCE_CHECK(!error, "index: cannot copy {} to {}: {}", from, temporary, error.message());
+    fs::rename(temporary, to, error);
+    NCE_CHECK(!error, "index: cannot move {} into place as {}: {}", temporary, to, error.message());
+}
+
+// The first `limit` code points of `text` (UTF-8), with "..." when cut.
+std::string shortened(const std::string& text, int64_t limit) {
+    int64_t points = 0;
+    for (size_t i = 0; i < text.size(); ++i) {
+        if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
+            if (points == limit) return text.substr(0, i) + "...";
+            ++points;
+        }
+    }
+    return text;
+}
+
+}  // namespace
+
+std::vector<PassageChunk> chunk_passages(const std::vector<data::Passage>& passages, const data::Tokenizer& tokenizer,
+                                         int64_t max_tokens, int64_t overlap) {
+    NCE_CHECK(max_tokens > 0 && overlap >= 0 && overlap < max_tokens,
+              "index: the chunk overlap must be in [0, {}) tokens (the window), got {}", max_tokens, overlap);
+    std::vector<PassageChunk> chunks;
+    for (size_t index = 0; index < passages.size(); ++index) {
+        const data::Passage& passage = passages[index];
+        std::vector<int64_t> ids = tokenizer.encode_ids(passage.text);
+        if (ids.empty()) continue;  // nothing to find
+        int64_t total = static_cast<int64_t>(ids.size());
+        if (total <= max_tokens) {
+            chunks.push_back({static_cast<int64_t>(index), passage.id, passage.group, passage.text});
+            continue;
+        }
+        for (int64_t start = 0;; start += max_tokens - overlap) {
+            int64_t end = std::min(total, start + max_tokens);
+            std::vector<int64_t> window(ids.begin() + start, ids.begin() + end);
+            chunks.push_back({static_cast<int64_t>(index), passage.id, passage.group, tokenizer.decode(window)});
+            if (end == total) break;
+        }
+    }
+    return chunks;
+}
+
+IndexSummary build_passage_index(const std::string& index_dir, nn::EmbeddingModel& model,
+                                 const data::Tokenizer& tokenizer, const std::vector<data::Passage>& passages,
+                                 const RunConfig& config, int64_t overlap, const std::string& model_path,
+                                 const std::string& tokenizer_path) {
+    auto start = std::chrono::steady_clock::now();
+    NCE_CHECK(!passages.empty(), "index: the corpus is empty (no passages in the data); check --data");
+    std::vector<PassageChunk> chunks = chunk_passages(passages, tokenizer, config.max_passage_length, overlap);
+    NCE_CHECK(!chunks.empty(), "index: no passage gives a token; check --data");
+    std::vector<std::string> texts;
+    for (const PassageChunk& chunk : chunks) texts.push_back(chunk.text);
+    Tensor embeddings = encode_texts(model, tokenizer, texts, config.max_passage_length, config.encode_batch_size);
+    eval::FaissIndex index = eval::FaissIndex::build(embeddings);
+
+    std::error_code error;
+    fs::remove(fs::path(index_dir) / "index.json", error);  // the folder is incomplete until it is written again
+    fs::create_directories(index_dir, error);
+    NCE_CHECK(!error && fs::is_directory(index_dir), "--index {}: cannot create the folder; choose another path", index_dir);
+    index.save((fs::path(index_dir) / "index.faiss").string());
+    std::string lines;
+    for (const PassageChunk& chunk : chunks)
+        lines += nlohmann::json{{"passage_id", chunk.passage_id}, {"group", chunk.group}, {"text", chunk.text}}.dump() + "\n";
+    write_text_file_atomically((fs::path(index_dir) / "chunks.jsonl").string(), lines);
+    copy_file_atomically(model_path, (fs::path(index_dir) / "model.safetensors").string());
+    copy_file_atomically(tokenizer_path, (fs::path(index_dir) / "tokenizer.model").string());
+
+    IndexSummary summary;
+    summary.passages = static_cast<int64_t>(passages.size());
+    summary.chunks = static_cast<int64_t>(chunks.size());
+    for (size_t i = 0; i < chunks.size(); ++i)
+        if (i > 0 && chunks[i].passage == chunks[i - 1].passage && (i < 2 || chunks[i - 2].passage != chunks[i].passage))
+            ++summary.passages_split;
+    nlohmann::json facts = {{"max_query_length", config.max_query_length},
+                            {"max_passage_length", config.max_passage_length},
+                            {"overlap", overlap},
+                            {"chunks", summary.chunks},
+                            {"passages", summary.passages},
+                            {"passages_split", summary.passages_split}};
+    write_text_file_atomically((fs::path(index_dir) / "index.json").string(), facts.dump(2) + "\n");
+    summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return summary;
+}
+
+SearchResult search_passage_index(const std::string& index_dir, const std::string& query, int64_t k) {
+    fs::path folder(index_dir);
+    NCE_CHECK(fs::is_regular_file(folder / "index.json"),
+              "--index {}: not a complete index folder (no index.json); build one with `nce <app> index`", index_dir);
+    NCE_CHECK(k > 0, "search: --top-k must be positive, got {}", k);
+    nlohmann::json facts;
+    try {
+        std::ifstream file(folder / "index.json");
+        facts = nlohmann::json::parse(file);
+        facts.at("max_query_length").get<int64_t>();
+    } catch (const nlohmann::json::exception&) {
+        fail("--index {}: index.json is malformed; rebuild the index with `nce <app> index`", index_dir);
+    }
+    int64_t max_query_length = facts.at("max_query_length").get<int64_t>();
+    data::Tokenizer tokenizer = data::Tokenizer::load((folder / "tokenizer.model").string());
+    std::unique_ptr<nn::EmbeddingModel> model = load_text_encoder((folder / "model.safetensors").string());
+    std::vector<nlohmann::json> chunks;
+    {
+        std::ifstream file(folder / "chunks.jsonl");
+        NCE_CHECK(file.good(), "--index {}: chunks.jsonl is missing; rebuild the index", index_dir);
+        std::string line;
+        while (std::getline(file, line)) {
+            try {
+                chunks.push_back(nlohmann::json::parse(line));
+            } catch (const nlohmann::json::exception&) {
+                fail("--index {}: chunks.jsonl line {} is not JSON; rebuild the index", index_dir, chunks.size() + 1);
+            }
+        }
+    }
+    eval::FaissIndex index = eval::FaissIndex::load((folder / "index.faiss").string());
+    NCE_CHECK(index.size() == static_cast<int64_t>(chunks.size()),
+              "--index {}: index.faiss holds {} vectors but chunks.jsonl {} lines; rebuild the index", index_dir,
+              index.size(), chunks.size());
+    NCE_CHECK(!query.empty(), "search: the query is empty; give the question in quotes");
+    TruncationCount count;
+    Tensor embedding = encode_texts(*model, tokenizer, {query}, max_query_length, 1, &count);
+    eval::TopK top = index.search(embedding, std::min<int64_t>(k, index.size()));
+    SearchResult result;
+    result.query_truncated = count.truncated > 0;
+    std::vector<int64_t> ids = top.indices.to_indices();
+    std::vector<double> scores = top.scores.to_vector();
+    for (size_t i = 0; i < ids.size(); ++i) {
+        if (ids[i] < 0) continue;
+        const nlohmann::json& chunk = chunks[static_cast<size_t>(ids[i])];
+        result.hits.push_back({scores[i], chunk.value("passage_id", ""), chunk.value("group", ""), chunk.value("text", "")});
+    }
+    return result;
+}
+
+void print_search_result(const SearchResult& result, int64_t max_characters) {
+    if (result.query_truncated) fmt::print("(the query was longer than the model's maximum length and was truncated)\n");
+    for (size_t i = 0; i < result.hits.size(); ++i) {
+        const SearchHit& hit = result.hits[i];
+        fmt::print("{:>2}. {:.4f}  {}\n    {}\n", i + 1, hit.score, hit.passage_id, shortened(hit.text, max_characters));
+    }
+}
+
+}  // namespace nce::apps::retrieval

@@ -1,0 +1,75 @@
+// The vector store: passages cut into overlapping chunks, each chunk encoded by the trained
+// model into a FAISS inner-product index, and queries answered from it.
+//
+// Chunking (in the model's tokens, so every chunk fits the model):
+//   a passage of n tokens with window W = max_tokens and overlap O (0 <= O < W) gives the
+//   windows [0, W), [W - O, 2W - O), ... until the end is covered; a passage of n <= W
+//   tokens is one chunk, its own text. Each chunk's text is its tokens decoded.
+//   n = 300, W = 128, O = 32:  [0, 128) [96, 224) [192, 300)
+//
+// An index folder holds everything a search needs, so it can be moved on its own:
+//   index.faiss        faiss::IndexFlatIP over the chunks' float32 embeddings
+//   chunks.jsonl       one line per chunk, in index order: {"passage_id", "group", "text"}
+//   model.safetensors  the model that encoded them (a copy)
+//   tokenizer.model    its tokenizer (a copy)
+//   index.json         {"max_query_length", "max_passage_length", "overlap", "chunks", "passages"}
+// Each file is written to a temporary name and renamed; the folder is complete only when
+// index.json (written last) is there.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "apps/retrieval/run_config.h"
+#include "data/dataset.h"
+#include "data/tokenizer.h"
+#include "nn/model.h"
+
+namespace nce::apps::retrieval {
+
+struct PassageChunk {
+    int64_t passage = 0;     // index into the passages chunked
+    std::string passage_id;  // that passage's id
+    std::string group;       // and its group
+    std::string text;
+};
+
+// Cuts each passage into windows as above; throws unless 0 <= overlap < max_tokens.
+std::vector<PassageChunk> chunk_passages(const std::vector<data::Passage>& passages, const data::Tokenizer& tokenizer,
+                                         int64_t max_tokens, int64_t overlap);
+
+struct IndexSummary {
+    int64_t passages = 0;
+    int64_t chunks = 0;
+    int64_t passages_split = 0;  // passages longer than one window
+    double seconds = 0;
+};
+
+// Chunks `passages` (window config.max_passage_length, `overlap` tokens), encodes the chunks
+// with `model`, and writes the index folder `index_dir` as above, copying `model_path` and
+// `tokenizer_path` into it. An empty passage list is an error naming the data.
+IndexSummary build_passage_index(const std::string& index_dir, nn::EmbeddingModel& model,
+                                 const data::Tokenizer& tokenizer, const std::vector<data::Passage>& passages,
+                                 const RunConfig& config, int64_t overlap, const std::string& model_path,
+                                 const std::string& tokenizer_path);
+
+struct SearchHit {
+    double score = 0;        // inner product of the unit embeddings (cosine)
+    std::string passage_id;
+    std::string group;
+    std::string text;
+};
+
+struct SearchResult {
+    std::vector<SearchHit> hits;  // best first
+    bool query_truncated = false; // the query had more than max_query_length tokens
+};
+
+// Loads the index folder (an incomplete or missing folder is one error line naming it and
+// the command that builds it), encodes `query` and returns its top k chunks.
+SearchResult search_passage_index(const std::string& index_dir, const std::string& query, int64_t k);
+
+// Prints the hits: rank, score, passage id, and the text cut to `max_characters` code points.
+void print_search_result(const SearchResult& result, int64_t max_characters = 160);
+
+}  // namespace nce::apps::retrieval

@@ -1,0 +1,327 @@
+// The shared end-to-end run of a retrieval app and its train / eval / index / search commands.
+#include "apps/retrieval/retrieval_app.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+
+#include "apps/retrieval/passage_index.h"
+#include "apps/retrieval/svg_charts.h"
+#include "apps/retrieval/text_model.h"
+#include "engine/error.h"
+#include "engine/threads.h"
+
+namespace nce::apps::retrieval {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+std::vector<std::string> query_texts_of(const data::RetrievalDataset& dataset) {
+    std::vector<std::string> texts;
+    for (const data::Query& query : dataset.queries) texts.push_back(query.text);
+    return texts;
+}
+
+std::vector<std::string> passage_texts_of(const data::RetrievalDataset& dataset) {
+    std::vector<std::string> texts;
+    for (const data::Passage& passage : dataset.passages) texts.push_back(passage.text);
+    return texts;
+}
+
+std::string bm25_row_name(LexicalTokens tokens) { return fmt::format("BM25 ({})", lexical_tokens_name(tokens)); }
+
+// Loads the app's data set and checks it has something to retrieve.
+data::RetrievalDataset load_checked(const RetrievalApp& app, const RunConfig& config) {
+    data::RetrievalDataset dataset = app.load_dataset(config);
+    std::string source = config.data.empty() ? "the generated data" : config.data;
+    NCE_CHECK(!dataset.passages.empty(), "{}: the corpus is empty (no passages); check the data file", source);
+    NCE_CHECK(!dataset.queries.empty(), "{}: no queries with an answer; check the data file", source);
+    return dataset;
+}
+
+// The split sizes for results.json.
+nlohmann::json split_sizes(const data::DatasetSplits& splits) {
+    auto sizes = [](const data::RetrievalDataset& d) {
+        return nlohmann::json{{"queries", d.queries.size()}, {"passages", d.passages.size()}};
+    };
+    return {{"train", sizes(splits.train)}, {"validation", sizes(splits.validation)}, {"test", sizes(splits.test)}};
+}
+
+void print_truncation(const char* what, const TruncationCount& count, int64_t max_length) {
+    if (count.truncated > 0)
+        fmt::print("{} of {} {} were longer than {} tokens and were truncated\n", count.truncated, count.texts, what,
+                   max_length);
+}
+
+// Writes results.json, metrics.svg and (after training) training_curves.svg; prints the table.
+void report(const RetrievalApp& app, const RunConfig& config, const RunFiles& files, const RunOutcome& outcome,
+            const nlohmann::json& facts, bool trained) {
+    nlohmann::json extra = facts;
+    extra["app"] = app.name;
+    extra["data"] = config.data.empty() ? "generated" : config.data;
+    extra["seed"] = config.seed;
+    extra["threads"] = num_threads();
+    extra["fusion"] = {{"method", "dense_weight * minmax(dense) + (1 - dense_weight) * minmax(bm25), per query"},
+                       {"dense_weight", outcome.fusion.dense_weight},
+                       {"chosen_on", "validation MRR@10"},
+                       {"validation_mrr@10", outcome.fusion.validation_mrr}};
+    extra["truncated"] = {{"test_queries", outcome.test_queries.truncated},
+                          {"test_passages", outcome.test_passages.truncated},
+                          {"max_query_length", config.max_query_length},
+                          {"max_passage_length", config.max_passage_length}};
+    if (trained) {
+        extra["training"] = {{"loss", config.loss},
+                             {"steps", outcome.training.result.steps},
+                             {"last_loss", outcome.training.result.last_loss},
+                             {"best_validation_mrr@10", outcome.training.result.best_metric.value_or(-1.0)},
+                             {"stopped_early", outcome.training.result.stopped_early},
+                             {"batches_per_epoch", outcome.training.batches_per_epoch},
+                             {"seconds", outcome.training.seconds},
+                             {"truncated_train_queries", outcome.training.queries.truncated},
+                             {"truncated_train_passages", outcome.training.passages.truncated}};
+    }
+    extra["seconds"] = outcome.seconds;
+    if (app.extra_results) {
+        nlohmann::json app_facts = app.extra_results(config);
+        if (app_facts.is_object())
+            for (const auto& [key, value] : app_facts.items()) extra[key] = value;
+    }
+    write_results_json(files.results, outcome.table, extra);
+    write_metric_bars_svg(outcome.table, files.metrics_svg);
+    if (trained && fs::exists(files.log))
+        write_training_curves_svg(files.log, files.curves_svg, fmt::format("nce {}: training ({})", app.name, config.loss));
+    fmt::print("\n{}\n", format_metric_table(outcome.table));
+    fmt::print("hybrid: {:.2f} x dense + {:.2f} x BM25 (min-max normalised per query; weight chosen on validation MRR@10 "
+               "{:.3f})\n",
+               outcome.fusion.dense_weight, 1 - outcome.fusion.dense_weight, outcome.fusion.validation_mrr);
+    print_truncation("test queries", outcome.test_queries, config.max_query_length);
+    print_truncation("test passages", outcome.test_passages, config.max_passage_length);
+    fmt::print("wrote {} (results.json, metrics.svg{}) in {:.1f} s\n", files.output,
+               trained ? ", training_curves.svg, model.safetensors, tokenizer.model, train_log.jsonl" : "",
+               outcome.seconds);
+}
+
+// A config whose maximum lengths fit the model's positions (eval of a model trained with others).
+RunConfig fitted_to(const RunConfig& config, const nn::EmbeddingModel& model) {
+    RunConfig fitted = config;
+    fitted.max_query_length = std::min(config.max_query_length, model.config().max_len);
+    fitted.max_passage_length = std::min(config.max_passage_length, model.config().max_len);
+    return fitted;
+}
+
+// The tokenizer for a checkpoint: tokenizer.model beside it, else the run's.
+data::Tokenizer tokenizer_for(const std::string& checkpoint_path, const RunFiles& files) {
+    fs::path beside = fs::path(checkpoint_path).parent_path() / "tokenizer.model";
+    std::string path = fs::is_regular_file(beside) ? beside.string() : files.tokenizer;
+    NCE_CHECK(fs::is_regular_file(path), "tokenizer {}: no such file (train first: it is written beside the model)", path);
+    return data::Tokenizer::load(path);
+}
+
+}  // namespace
+
+data::DatasetSplits split_for_app(const RetrievalApp& app, const data::RetrievalDataset& dataset,
+                                  const RunConfig& config) {
+    data::DatasetSplits splits = app.split ? app.split(dataset, config)
+                                           : data::split_by_group(dataset, config.validation_fraction,
+                                                                  config.test_fraction, config.seed);
+    std::string source = config.data.empty() ? "the generated data" : config.data;
+    for (const auto& [name, side] : {std::pair<const char*, const data::RetrievalDataset*>{"train", &splits.train},
+                                     {"validation", &splits.validation},
+                                     {"test", &splits.test}}) {
+        NCE_CHECK(!side->queries.empty() && !side->passages.empty(),
+                  "{}: the {} split is empty ({} queries, {} passages split by group); use more data or change "
+                  "--validation-fraction / --test-fraction", source, name, dataset.queries.size(), dataset.passages.size());
+    }
+    return splits;
+}
+
+RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, const data::Tokenizer& tokenizer,
+                             nn::EmbeddingModel* untrained, nn::EmbeddingModel& model, const std::string& model_row,
+                             const data::RetrievalDataset& validation, const data::RetrievalDataset& test) {
+    RunOutcome outcome;
+    outcome.table.title = fmt::format("nce {}: test split, {} queries over {} passages", app.name, test.queries.size(),
+                                      test.passages.size());
+    outcome.table.columns = standard_columns(app.with_rank_at_k);
+    const std::vector<std::string>& columns = outcome.table.columns;
+    eval::RelevantSets test_relevant = relevant_sets(test), validation_relevant = relevant_sets(validation);
+    std::vector<std::string> test_queries = query_texts_of(test), test_passages = passage_texts_of(test);
+    std::vector<std::string> validation_queries = query_texts_of(validation),
+                             validation_passages = passage_texts_of(validation);
+    eval::Bm25Parameters bm25{config.bm25_k1, config.bm25_b};
+    auto dense = [&](nn::EmbeddingModel& encoder, const std::vector<std::string>& queries,
+                     const std::vector<std::string>& passages, TruncationCount* query_count,
+                     TruncationCount* passage_count) {
+        Tensor q = encode_texts(encoder, tokenizer, queries, config.max_query_length, config.encode_batch_size, query_count);
+        Tensor p = encode_texts(encoder, tokenizer, passages, config.max_passage_length, config.encode_batch_size,
+                                passage_count);
+        return dense_rankings(q, p, config.candidate_depth);
+    };
+
+    if (untrained)
+        outcome.table.rows.push_back(
+            score_rankings("untrained model", dense(*untrained, test_queries, test_passages, nullptr, nullptr),
+                           test_relevant, columns));
+    // Every BM25 variant on test; the one best on validation is the hybrid's lexical side.
+    LexicalTokens best_tokens = app.bm25_variants.front();
+    double best_validation = -1;
+    RankedLists best_test_lexical, best_validation_lexical;
+    for (LexicalTokens tokens : app.bm25_variants) {
+        RankedLists on_test = bm25_rankings(test_queries, test_passages, tokens, bm25, config.candidate_depth);
+        outcome.table.rows.push_back(score_rankings(bm25_row_name(tokens), on_test, test_relevant, columns));
+        RankedLists on_validation =
+            bm25_rankings(validation_queries, validation_passages, tokens, bm25, config.candidate_depth);
+        double mrr = eval::retrieval_metrics(on_validation.passages, validation_relevant, {10}).at(10).mrr;
+        if (mrr > best_validation) {
+            best_validation = mrr;
+            best_tokens = tokens;
+            best_test_lexical = std::move(on_test);
+            best_validation_lexical = std::move(on_validation);
+        }
+    }
+    RankedLists model_test = dense(model, test_queries, test_passages, &outcome.test_queries, &outcome.test_passages);
+    outcome.table.rows.push_back(score_rankings(model_row, model_test, test_relevant, columns));
+    RankedLists model_validation = dense(model, validation_queries, validation_passages, nullptr, nullptr);
+    outcome.fusion = choose_fusion_weight(best_validation_lexical, model_validation, validation_relevant);
+    outcome.table.rows.push_back(
+        score_rankings(fmt::format("hybrid (BM25 {} + {})", lexical_tokens_name(best_tokens), model_row),
+                       fuse_rankings(best_test_lexical, model_test, outcome.fusion.dense_weight), test_relevant, columns));
+    return outcome;
+}
+
+RunOutcome run_train(const RetrievalApp& app, const RunConfig& config) {
+    auto start = Clock::now();
+    RunFiles files(config.output);
+    // Data first: bad data stops the run before it writes anything of its own.
+    data::RetrievalDataset dataset = load_checked(app, config);
+    data::DatasetSplits splits = split_for_app(app, dataset, config);
+    create_output_folder(config.output);
+    write_run_config(files.config, config);
+    fmt::print("nce {}: {} queries, {} passages -> train {}/{}, validation {}/{}, test {}/{} (queries/passages, split "
+               "by group)\n",
+               app.name, dataset.queries.size(), dataset.passages.size(), splits.train.queries.size(),
+               splits.train.passages.size(), splits.validation.queries.size(), splits.validation.passages.size(),
+               splits.test.queries.size(), splits.test.passages.size());
+
+    std::vector<std::string> tokenizer_texts = query_texts_of(splits.train);
+    for (const std::string& text : passage_texts_of(splits.train)) tokenizer_texts.push_back(text);
+    data::Tokenizer tokenizer = train_run_tokenizer(tokenizer_texts, config, config.output);
+    fmt::print("tokenizer: {} pieces ({})\n", tokenizer.vocab_size(), files.tokenizer);
+
+    std::unique_ptr<nn::EmbeddingModel> untrained = make_text_encoder(config, tokenizer.vocab_size());
+    std::unique_ptr<nn::EmbeddingModel> model = make_text_encoder(config, tokenizer.vocab_size());
+    fmt::print("training a text_encoder (d_model {}, {} layers) with {} for {} steps of {} rows on {} threads\n",
+               config.d_model, config.num_layers, config.loss, config.max_steps, config.batch_size, num_threads());
+    TrainingReport training = train_text_encoder(*model, tokenizer, splits.train, splits.validation, config, files);
+    fmt::print("trained {} steps in {:.1f} s (last loss {:.4f}, best validation MRR@10 {:.3f})\n", training.result.steps,
+               training.seconds, training.result.last_loss, training.result.best_metric.value_or(0.0));
+    print_truncation("training queries", training.queries, config.max_query_length);
+    print_truncation("training passages", training.passages, config.max_passage_length);
+
+    RunOutcome outcome = evaluate_on_split(app, config, tokenizer, untrained.get(), *model, "trained model",
+                                           splits.validation, splits.test);
+    outcome.training = training;
+    outcome.seconds = seconds_since(start);
+    report(app, config, files, outcome, {{"split", split_sizes(splits)}}, true);
+    return outcome;
+}
+
+RunOutcome run_eval(const RetrievalApp& app, const RunConfig& config, const std::string& checkpoint_path) {
+    auto start = Clock::now();
+    RunFiles files(config.output);
+    std::string checkpoint = checkpoint_path.empty() ? files.model : checkpoint_path;
+    std::unique_ptr<nn::EmbeddingModel> model = load_text_encoder(checkpoint);
+    data::Tokenizer tokenizer = tokenizer_for(checkpoint, files);
+    NCE_CHECK(tokenizer.vocab_size() == model->config().vocab_size,
+              "checkpoint {}: its vocabulary ({}) does not match the tokenizer's ({}); use the tokenizer it was trained with",
+              checkpoint, model->config().vocab_size, tokenizer.vocab_size());
+    RunConfig fitted = fitted_to(config, *model);
+    data::RetrievalDataset dataset = load_checked(app, fitted);
+    data::DatasetSplits splits = split_for_app(app, dataset, fitted);
+    create_output_folder(config.output);
+    Generator generator(config.seed);
+    std::unique_ptr<nn::EmbeddingModel> untrained = nn::make_model(model->config(), generator);
+    RunOutcome outcome = evaluate_on_split(app, fitted, tokenizer, untrained.get(), *model, "trained model",
+                                           splits.validation, splits.test);
+    outcome.seconds = seconds_since(start);
+    report(app, fitted, files, outcome, {{"split", split_sizes(splits)}, {"checkpoint", checkpoint}}, false);
+    return outcome;
+}
+
+CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, int& exit_code) {
+    CLI::App* command = parent.add_subcommand(app.name, app.description);
+    command->require_subcommand(0, 1);
+    auto make_options = [&app](CLI::App& where) {
+        auto options = std::make_shared<RunConfigOptions>();
+        options->add_to(where, app.defaults);
+        return options;
+    };
+
+    // `nce <app>` alone, or `nce <app> train`: the whole run.
+    auto direct = make_options(*command);
+    CLI::App* train = command->add_subcommand("train", "train on the data, evaluate against BM25, write the run's files");
+    auto train_options = make_options(*train);
+    train->callback([app, train_options, &exit_code] {
+        run_train(app, train_options->resolve());
+        exit_code = 0;
+    });
+
+    CLI::App* evaluate = command->add_subcommand("eval", "evaluate a trained model on the test split beside BM25 and the hybrid");
+    auto eval_options = make_options(*evaluate);
+    auto eval_checkpoint = std::make_shared<std::string>();
+    evaluate->add_option("--checkpoint", *eval_checkpoint, "model checkpoint (default: <output>/model.safetensors)");
+    evaluate->callback([app, eval_options, eval_checkpoint, &exit_code] {
+        run_eval(app, eval_options->resolve(), *eval_checkpoint);
+        exit_code = 0;
+    });
+
+    CLI::App* index = command->add_subcommand("index", "encode every passage (chunked with overlap) into a FAISS index folder");
+    auto index_options = make_options(*index);
+    auto index_checkpoint = std::make_shared<std::string>();
+    auto index_folder = std::make_shared<std::string>();
+    index->add_option("--checkpoint", *index_checkpoint, "model checkpoint (default: <output>/model.safetensors)");
+    index->add_option("--index", *index_folder, "index folder to write (default: <output>/index)");
+    index->callback([app, index_options, index_checkpoint, index_folder, &exit_code] {
+        RunConfig config = index_options->resolve();
+        RunFiles files(config.output);
+        std::string checkpoint = index_checkpoint->empty() ? files.model : *index_checkpoint;
+        std::unique_ptr<nn::EmbeddingModel> model = load_text_encoder(checkpoint);
+        data::Tokenizer tokenizer = tokenizer_for(checkpoint, files);
+        RunConfig fitted = fitted_to(config, *model);
+        data::RetrievalDataset dataset = load_checked(app, fitted);
+        std::string folder = index_folder->empty() ? files.index : *index_folder;
+        IndexSummary summary = build_passage_index(folder, *model, tokenizer, dataset.passages, fitted, app.chunk_overlap,
+                                                   checkpoint, tokenizer.model_path());
+        fmt::print("indexed {} passages as {} chunks ({} passages longer than {} tokens were split with {} tokens of "
+                   "overlap) into {} in {:.1f} s\n",
+                   summary.passages, summary.chunks, summary.passages_split, fitted.max_passage_length, app.chunk_overlap,
+                   folder, summary.seconds);
+        exit_code = 0;
+    });
+
+    CLI::App* search = command->add_subcommand("search", "print the passages of an index nearest to a query");
+    auto search_options = make_options(*search);
+    auto search_folder = std::make_shared<std::string>();
+    auto search_query = std::make_shared<std::string>();
+    search->add_option("--index", *search_folder, "index folder (default: <output>/index)");
+    search->add_option("query", *search_query, "the query, in quotes")->required();
+    search->callback([search_options, search_folder, search_query, &exit_code] {
+        RunConfig config = search_options->resolve();
+        std::string folder = search_folder->empty() ? RunFiles(config.output).index : *search_folder;
+        print_search_result(search_passage_index(folder, *search_query, config.top_k));
+        exit_code = 0;
+    });
+
+    command->callback([app, command, direct, &exit_code] {
+        if (!command->get_subcommands().empty()) return;  // a subcommand ran
+        run_train(app, direct->resolve());
+        exit_code = 0;
+    });
+    return command;
+}
+
+}  // namespace nce::apps::retrieval

@@ -1,0 +1,369 @@
+// Run configuration: defaults <- JSON file <- flags, through one JSON form of RunConfig.
+#include "apps/retrieval/run_config.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "data/batching.h"
+#include "data/tokenizer.h"
+#include "engine/error.h"
+#include "losses/loss.h"
+#include "nn/schedule.h"
+
+namespace nce::apps::retrieval {
+namespace {
+
+namespace fs = std::filesystem;
+
+// One line of help per field, in the order the flags are listed.
+const std::vector<std::pair<std::string, std::string>>& field_help() {
+    static const std::vector<std::pair<std::string, std::string>> help = {
+        {"data", "data file or folder (default: the app's generated data)"},
+        {"output", "folder for everything the run writes"},
+        {"seed", "seed of every random choice (data, split, init, batches, dropout)"},
+        {"validation_fraction", "share of queries (by group) in the validation split"},
+        {"test_fraction", "share of queries (by group) in the test split"},
+        {"vocab_size", "tokenizer vocabulary size"},
+        {"tokenizer_type", "tokenizer model: unigram or bpe"},
+        {"character_coverage", "share of characters the tokenizer covers"},
+        {"d_model", "model width"},
+        {"num_layers", "transformer layers"},
+        {"nhead", "attention heads"},
+        {"dim_feedforward", "feed-forward width"},
+        {"dropout", "dropout probability while training"},
+        {"max_query_length", "query tokens kept (longer queries are truncated and counted)"},
+        {"max_passage_length", "passage tokens kept (longer passages are truncated and counted)"},
+        {"loss", "training loss: infonce, infonce_symmetric, multi_positive, rank_infonce, hard_negative_infonce, "
+                 "triplet, listwise"},
+        {"triplet_negatives", "triplet's negatives: hard_negative, in_batch, mixed"},
+        {"batch_size", "rows per training batch"},
+        {"max_steps", "training step budget"},
+        {"epochs", "most epochs (max_steps usually ends the run first)"},
+        {"learning_rate", "AdamW learning rate"},
+        {"weight_decay", "AdamW weight decay"},
+        {"schedule", "learning-rate schedule: constant, linear, cosine"},
+        {"warmup_steps", "steps of linear warmup"},
+        {"max_grad_norm", "clip the gradient norm to this (0: no clipping)"},
+        {"evaluate_every", "steps between validation evaluations (0: none)"},
+        {"patience", "evaluations without improvement before stopping (0: never)"},
+        {"bm25_k1", "BM25 k1"},
+        {"bm25_b", "BM25 b"},
+        {"candidate_depth", "passages each ranking keeps (the hybrid fuses these)"},
+        {"encode_batch_size", "texts per forward pass when encoding"},
+        {"top_k", "search: results to print"},
+    };
+    return help;
+}
+
+std::string flag_name(const std::string& field) {
+    std::string flag = "--" + field;
+    for (char& c : flag)
+        if (c == '_') c = '-';
+    return flag;
+}
+
+// Reads `text` as the JSON type of `expected`; throws naming `source` on a bad value.
+nlohmann::json parse_flag_value(const std::string& text, const nlohmann::json& expected, const std::string& source) {
+    try {
+        size_t used = 0;
+        if (expected.is_number_unsigned()) {
+            NCE_CHECK(!text.empty() && text[0] != '-', "{}: expected a non-negative integer, got '{}'", source, text);
+            uint64_t value = std::stoull(text, &used);
+            NCE_CHECK(used == text.size(), "{}: expected a non-negative integer, got '{}'", source, text);
+            return value;
+        }
+        if (expected.is_number_integer()) {
+            int64_t value = std::stoll(text, &used);
+            NCE_CHECK(used == text.size(), "{}: expected an integer, got '{}'", source, text);
+            return value;
+        }
+        if (expected.is_number()) {
+            double value = std::stod(text, &used);
+            NCE_CHECK(used == text.size(), "{}: expected a number, got '{}'", source, text);
+            return value;
+        }
+    } catch (const std::logic_error&) {  // stoll/stod: not a number, or out of range
+        fail("{}: expected a number, got '{}'", source, text);
+    }
+    return text;
+}
+
+bool same_kind(const nlohmann::json& expected, const nlohmann::json& value) {
+    if (expected.is_number_unsigned()) return value.is_number_unsigned() || (value.is_number_integer() && value.get<int64_t>() >= 0);
+    if (expected.is_number_integer()) return value.is_number_integer();
+    if (expected.is_number()) return value.is_number();
+    if (expected.is_string()) return value.is_string();
+    if (expected.is_object()) return value.is_object();
+    return false;
+}
+
+const char* kind_name(const nlohmann::json& expected) {
+    if (expected.is_number_unsigned()) return "a non-negative integer";
+    if (expected.is_number_integer()) return "an integer";
+    if (expected.is_number()) return "a number";
+    if (expected.is_string()) return "a string";
+    return "an object";
+}
+
+RunConfig run_config_from_json(const nlohmann::json& json) {
+    RunConfig c;
+    c.data = json.at("data").get<std::string>();
+    c.output = json.at("output").get<std::string>();
+    c.seed = json.at("seed").get<uint64_t>();
+    c.validation_fraction = json.at("validation_fraction").get<double>();
+    c.test_fraction = json.at("test_fraction").get<double>();
+    c.vocab_size = json.at("vocab_size").get<int64_t>();
+    c.tokenizer_type = json.at("tokenizer_type").get<std::string>();
+    c.character_coverage = json.at("character_coverage").get<double>();
+    c.d_model = json.at("d_model").get<int64_t>();
+    c.num_layers = json.at("num_layers").get<int64_t>();
+    c.nhead = json.at("nhead").get<int64_t>();
+    c.dim_feedforward = json.at("dim_feedforward").get<int64_t>();
+    c.dropout = json.at("dropout").get<double>();
+    c.max_query_length = json.at("max_query_length").get<int64_t>();
+    c.max_passage_length = json.at("max_passage_length").get<int64_t>();
+    c.loss = json.at("loss").get<std::string>();
+    c.loss_parameters = json.at("loss_parameters").get<std::map<std::string, std::string>>();
+    c.triplet_negatives = json.at("triplet_negatives").get<std::string>();
+    c.batch_size = json.at("batch_size").get<int64_t>();
+    c.max_steps = json.at("max_steps").get<int64_t>();
+    c.epochs = json.at("epochs").get<int64_t>();
+    c.learning_rate = json.at("learning_rate").get<double>();
+    c.weight_decay = json.at("weight_decay").get<double>();
+    c.schedule = json.at("schedule").get<std::string>();
+    c.warmup_steps = json.at("warmup_steps").get<int64_t>();
+    c.max_grad_norm = json.at("max_grad_norm").get<double>();
+    c.evaluate_every = json.at("evaluate_every").get<int64_t>();
+    c.patience = json.at("patience").get<int64_t>();
+    c.bm25_k1 = json.at("bm25_k1").get<double>();
+    c.bm25_b = json.at("bm25_b").get<double>();
+    c.candidate_depth = json.at("candidate_depth").get<int64_t>();
+    c.encode_batch_size = json.at("encode_batch_size").get<int64_t>();
+    c.top_k = json.at("top_k").get<int64_t>();
+    c.app = json.at("app");
+    return c;
+}
+
+}  // namespace
+
+nlohmann::json run_config_to_json(const RunConfig& c) {
+    return {
+        {"data", c.data},
+        {"output", c.output},
+        {"seed", c.seed},
+        {"validation_fraction", c.validation_fraction},
+        {"test_fraction", c.test_fraction},
+        {"vocab_size", c.vocab_size},
+        {"tokenizer_type", c.tokenizer_type},
+        {"character_coverage", c.character_coverage},
+        {"d_model", c.d_model},
+        {"num_layers", c.num_layers},
+        {"nhead", c.nhead},
+        {"dim_feedforward", c.dim_feedforward},
+        {"dropout", c.dropout},
+        {"max_query_length", c.max_query_length},
+        {"max_passage_length", c.max_passage_length},
+        {"loss", c.loss},
+        {"loss_parameters", c.loss_parameters},
+        {"triplet_negatives", c.triplet_negatives},
+        {"batch_size", c.batch_size},
+        {"max_steps", c.max_steps},
+        {"epochs", c.epochs},
+        {"learning_rate", c.learning_rate},
+        {"weight_decay", c.weight_decay},
+        {"schedule", c.schedule},
+        {"warmup_steps", c.warmup_steps},
+        {"max_grad_norm", c.max_grad_norm},
+        {"evaluate_every", c.evaluate_every},
+        {"patience", c.patience},
+        {"bm25_k1", c.bm25_k1},
+        {"bm25_b", c.bm25_b},
+        {"candidate_depth", c.candidate_depth},
+        {"encode_batch_size", c.encode_batch_size},
+        {"top_k", c.top_k},
+        {"app", c.app},
+    };
+}
+
+void apply_run_config_json(RunConfig& config, const nlohmann::json& json, const std::string& source) {
+    NCE_CHECK(json.is_object(), "{}: a run config must be a JSON object of settings", source);
+    nlohmann::json merged = run_config_to_json(config);
+    for (const auto& [key, value] : json.items()) {
+        NCE_CHECK(merged.contains(key), "{}: unknown setting '{}' (settings are the flag names with underscores, "
+                  "e.g. batch_size; app settings go under \"app\")", source, key);
+        const nlohmann::json& expected = merged[key];
+        if (key == "loss_parameters") {
+            NCE_CHECK(value.is_object(), "{}: loss_parameters must be an object like {{\"tau\": 0.05}}", source);
+            for (const auto& [name, setting] : value.items()) {
+                NCE_CHECK(setting.is_string() || setting.is_number(),
+                          "{}: loss_parameters.{} must be a number or a string", source, name);
+                merged[key][name] = setting.is_string() ? setting.get<std::string>() : setting.dump();
+            }
+            continue;
+        }
+        NCE_CHECK(same_kind(expected, value), "{}: setting '{}' must be {}, got {}", source, key, kind_name(expected),
+                  value.dump());
+        merged[key] = value;
+    }
+    config = run_config_from_json(merged);
+}
+
+void validate_run_config(const RunConfig& c) {
+    auto positive = [](int64_t value, const char* field) {
+        NCE_CHECK(value > 0, "config: {} must be positive, got {} (flag {})", field, value, flag_name(field));
+    };
+    auto non_negative = [](double value, const char* field) {
+        NCE_CHECK(value >= 0, "config: {} must be >= 0, got {} (flag {})", field, value, flag_name(field));
+    };
+    NCE_CHECK(!c.output.empty(), "config: output must name a folder (flag --output)");
+    NCE_CHECK(c.validation_fraction > 0 && c.validation_fraction < 1,
+              "config: validation_fraction must be in (0, 1), got {} (flag --validation-fraction)", c.validation_fraction);
+    NCE_CHECK(c.test_fraction > 0 && c.test_fraction < 1, "config: test_fraction must be in (0, 1), got {} (flag --test-fraction)",
+              c.test_fraction);
+    NCE_CHECK(c.validation_fraction + c.test_fraction < 1,
+              "config: validation_fraction + test_fraction must be below 1, got {} + {}", c.validation_fraction, c.test_fraction);
+    positive(c.vocab_size, "vocab_size");
+    data::parse_tokenizer_model_type(c.tokenizer_type);
+    NCE_CHECK(c.character_coverage > 0 && c.character_coverage <= 1,
+              "config: character_coverage must be in (0, 1], got {} (flag --character-coverage)", c.character_coverage);
+    positive(c.d_model, "d_model");
+    positive(c.num_layers, "num_layers");
+    positive(c.nhead, "nhead");
+    NCE_CHECK(c.d_model % c.nhead == 0, "config: d_model ({}) must be a multiple of nhead ({})", c.d_model, c.nhead);
+    positive(c.dim_feedforward, "dim_feedforward");
+    NCE_CHECK(c.dropout >= 0 && c.dropout < 1, "config: dropout must be in [0, 1), got {} (flag --dropout)", c.dropout);
+    positive(c.max_query_length, "max_query_length");
+    positive(c.max_passage_length, "max_passage_length");
+    const losses::LossDefinition& loss = losses::find_loss(c.loss);  // throws naming the known ones
+    for (const auto& [name, value] : c.loss_parameters) {
+        bool known = false;
+        for (const losses::ParamSpec& spec : loss.params) known = known || spec.name == name;
+        NCE_CHECK(known, "config: loss {} has no parameter '{}' (nce loss --list shows its parameters)", c.loss, name);
+        (void)value;
+    }
+    data::parse_triplet_negatives(c.triplet_negatives);
+    positive(c.batch_size, "batch_size");
+    NCE_CHECK(c.batch_size >= 2, "config: batch_size must be at least 2 (in-batch negatives), got {}", c.batch_size);
+    positive(c.max_steps, "max_steps");
+    positive(c.epochs, "epochs");
+    NCE_CHECK(c.learning_rate > 0, "config: learning_rate must be positive, got {} (flag --learning-rate)", c.learning_rate);
+    non_negative(c.weight_decay, "weight_decay");
+    nn::schedule_kind_from_name(c.schedule);
+    NCE_CHECK(c.warmup_steps >= 0 && c.warmup_steps <= c.max_steps,
+              "config: warmup_steps must be in [0, max_steps = {}], got {} (flag --warmup-steps)", c.max_steps, c.warmup_steps);
+    non_negative(c.max_grad_norm, "max_grad_norm");
+    non_negative(static_cast<double>(c.evaluate_every), "evaluate_every");
+    non_negative(static_cast<double>(c.patience), "patience");
+    NCE_CHECK(c.bm25_k1 >= 0, "config: bm25_k1 must be >= 0, got {}", c.bm25_k1);
+    NCE_CHECK(c.bm25_b >= 0 && c.bm25_b <= 1, "config: bm25_b must be in [0, 1], got {}", c.bm25_b);
+    positive(c.candidate_depth, "candidate_depth");
+    NCE_CHECK(c.candidate_depth >= 10, "config: candidate_depth must be at least 10 (the metrics read the top 10), got {}",
+              c.candidate_depth);
+    positive(c.encode_batch_size, "encode_batch_size");
+    positive(c.top_k, "top_k");
+}
+
+void RunConfigOptions::add_to(CLI::App& command, const RunConfig& defaults) {
+    defaults_ = defaults;
+    nlohmann::json shown = run_config_to_json(defaults);
+    command.add_option("--config", config_path_, "JSON file of settings (keys: the flag names with underscores); "
+                                                  "flags given override it");
+    for (const auto& [field, help] : field_help()) {
+        const nlohmann::json& value = shown.at(field);
+        std::string default_text = value.is_string() ? value.get<std::string>() : value.dump();
+        CLI::Option* option = command.add_option(flag_name(field), values_[field], help);
+        if (!default_text.empty()) option->default_str(default_text);
+        options_[field] = option;
+    }
+    loss_parameter_option_ = command.add_option("--loss-parameter", loss_parameter_settings_,
+                                                "a loss parameter as key=value (e.g. tau=0.05); repeatable");
+}
+
+bool RunConfigOptions::given(const std::string& field) const {
+    auto found = options_.find(field);
+    return found != options_.end() && found->second->count() > 0;
+}
+
+RunConfig RunConfigOptions::resolve() const {
+    RunConfig config = defaults_;
+    if (!config_path_.empty()) {
+        std::ifstream file(config_path_);
+        NCE_CHECK(file.good(), "--config {}: cannot open the file (check the path)", config_path_);
+        nlohmann::json json;
+        try {
+            json = nlohmann::json::parse(file);
+        } catch (const nlohmann::json::exception& error) {
+            fail("--config {}: not valid JSON ({}); fix the file", config_path_, error.what());
+        }
+        apply_run_config_json(config, json, config_path_);
+    }
+    nlohmann::json flags = nlohmann::json::object();
+    nlohmann::json current = run_config_to_json(config);
+    for (const auto& [field, help] : field_help()) {
+        if (!given(field)) continue;
+        flags[field] = parse_flag_value(values_.at(field), current.at(field), flag_name(field));
+    }
+    if (!loss_parameter_settings_.empty()) {
+        nlohmann::json parameters = nlohmann::json::object();
+        for (const std::string& setting : loss_parameter_settings_) {
+            size_t equals = setting.find('=');
+            NCE_CHECK(equals != std::string::npos && equals > 0,
+                      "--loss-parameter expects key=value (e.g. --loss-parameter tau=0.05), got '{}'", setting);
+            parameters[setting.substr(0, equals)] = setting.substr(equals + 1);
+        }
+        flags["loss_parameters"] = parameters;
+    }
+    apply_run_config_json(config, flags, "command line");
+    validate_run_config(config);
+    return config;
+}
+
+RunFiles::RunFiles(const std::string& output_folder)
+    : output(output_folder),
+      config((fs::path(output_folder) / "config.json").string()),
+      tokenizer((fs::path(output_folder) / "tokenizer.model").string()),
+      model((fs::path(output_folder) / "model.safetensors").string()),
+      best_checkpoint((fs::path(output_folder) / "training_best.safetensors").string()),
+      last_checkpoint((fs::path(output_folder) / "training_last.safetensors").string()),
+      log((fs::path(output_folder) / "train_log.jsonl").string()),
+      results((fs::path(output_folder) / "results.json").string()),
+      curves_svg((fs::path(output_folder) / "training_curves.svg").string()),
+      metrics_svg((fs::path(output_folder) / "metrics.svg").string()),
+      index((fs::path(output_folder) / "index").string()) {}
+
+void create_output_folder(const std::string& output) {
+    std::error_code error;
+    fs::create_directories(output, error);
+    NCE_CHECK(!error && fs::is_directory(output), "--output {}: cannot create the folder ({}); choose another path",
+              output, error ? error.message() : "a file of that name exists");
+}
+
+void write_text_file_atomically(const std::string& path, const std::string& text) {
+    std::string temporary = path + ".tmp" + std::to_string(::getpid());
+    {
+        std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
+        NCE_CHECK(file.good(), "cannot write {}: {} (check the folder exists and is writable)", path, std::strerror(errno));
+        file.write(text.data(), static_cast<std::streamsize>(text.size()));
+        file.flush();
+        if (!file.good()) {
+            std::remove(temporary.c_str());
+            fail("cannot write {}: the write failed (disk full?)", path);
+        }
+    }
+    if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+        int rename_errno = errno;
+        std::remove(temporary.c_str());
+        fail("cannot move {} into place as {}: {}", temporary, path, std::strerror(rename_errno));
+    }
+}
+
+void write_run_config(const std::string& path, const RunConfig& config) {
+    write_text_file_atomically(path, run_config_to_json(config).dump(2) + "\n");
+}
+
+}  // namespace nce::apps::retrieval

@@ -1,0 +1,130 @@
+// The configuration of one app run (`nce korquad|stackexchange|code train ...`): where the
+// data and the outputs are, the seed, the tokenizer, the model, the training budget and the
+// evaluation. Every field has a default an app chooses; a JSON config file (--config) overrides
+// the defaults, and command-line flags override the file:
+//
+//   app defaults  <-  --config run.json  <-  --batch-size 32 --seed 7 ...
+//
+// JSON keys are the field names below (snake_case); each field's flag is the same name with
+// dashes (`learning_rate` -> `--learning-rate`). Loss parameters go in "loss_parameters"
+// ({"tau": "0.05"}) or as `--loss-parameter tau=0.05`; defaults come from the loss catalogue
+// (losses/loss.h). An app's own settings live under "app" in the file, untouched here.
+// An unknown key, a value of the wrong type, or a value out of range is one error line naming
+// the key (and the file), never a silent default.
+//
+// Every file a run writes sits in `output` (default runs/<app>), named by RunFiles.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace nce::apps::retrieval {
+
+struct RunConfig {
+    // ---- where ----
+    std::string data;                  // the data file or folder; empty: the app's generated default
+    std::string output = "runs/app";   // every file the run writes goes here
+    uint64_t seed = 13;                // fixes the data, split, init, batches and dropout
+
+    // ---- the split (by group: article, thread, file), fractions of queries ----
+    double validation_fraction = 0.1;
+    double test_fraction = 0.2;
+
+    // ---- tokenizer (SentencePiece, trained on the training split's texts) ----
+    int64_t vocab_size = 4000;
+    std::string tokenizer_type = "unigram";  // "unigram" or "bpe"
+    double character_coverage = 0.9995;
+
+    // ---- model: a text_encoder (nn/text_encoder.h) ----
+    int64_t d_model = 128;
+    int64_t num_layers = 2;
+    int64_t nhead = 4;
+    int64_t dim_feedforward = 256;
+    double dropout = 0.1;
+    int64_t max_query_length = 32;     // tokens; longer queries are truncated (and counted)
+    int64_t max_passage_length = 128;  // tokens; the model's max_len is the larger of the two
+
+    // ---- training (nn::Trainer) ----
+    std::string loss = "infonce";      // one of training_loss_names() (apps/retrieval/training.h)
+    std::map<std::string, std::string> loss_parameters;  // e.g. {"tau": "0.05"}; unset ones take the catalogue's default
+    std::string triplet_negatives = "mixed";  // triplet's negatives: hard_negative, in_batch, mixed
+    int64_t batch_size = 64;
+    int64_t max_steps = 300;           // the step budget (the run ends sooner only by patience)
+    int64_t epochs = 1000;             // upper bound; max_steps usually ends the run first
+    double learning_rate = 1e-3;
+    double weight_decay = 0.01;        // AdamW
+    std::string schedule = "cosine";   // constant, linear, cosine
+    int64_t warmup_steps = 30;
+    double max_grad_norm = 1.0;        // 0: no clipping
+    int64_t evaluate_every = 50;       // steps between validation evaluations (MRR@10); 0: none
+    int64_t patience = 0;              // evaluations without improvement before stopping; 0: never
+
+    // ---- evaluation ----
+    double bm25_k1 = 1.5;
+    double bm25_b = 0.75;
+    int64_t candidate_depth = 100;     // how many passages each ranking keeps (fusion works on these)
+    int64_t encode_batch_size = 128;   // texts per forward pass when encoding
+    int64_t top_k = 5;                 // `search`: results printed
+
+    // ---- the app's own settings ("app" in the config file), read by the app ----
+    nlohmann::json app = nlohmann::json::object();
+};
+
+// Every field as JSON under its own name.
+nlohmann::json run_config_to_json(const RunConfig& config);
+// Applies the keys of `json` onto `config` (keys absent keep their value). An unknown key or a
+// wrong type throws nce::Error naming the key and `source` (a file name, or "--flag").
+void apply_run_config_json(RunConfig& config, const nlohmann::json& json, const std::string& source);
+// Throws nce::Error (one line naming the field, its value and what is allowed) unless every
+// field is in range: positive sizes, fractions in [0, 1) summing below 1, known names.
+void validate_run_config(const RunConfig& config);
+
+// The command-line side: register once per subcommand, resolve after parsing.
+class RunConfigOptions {
+public:
+    // Adds --config FILE and one flag per field of RunConfig to `command`; `defaults` gives
+    // the values the help text shows and the starting point of resolve().
+    void add_to(CLI::App& command, const RunConfig& defaults);
+    // defaults <- the --config file <- the flags given; validated. Throws nce::Error on a
+    // missing or malformed config file (naming it) or a bad value (naming the flag).
+    RunConfig resolve() const;
+    // Whether the flag for `field` ("data", "seed", ...) was given on the command line.
+    bool given(const std::string& field) const;
+
+private:
+    RunConfig defaults_;
+    std::string config_path_;
+    std::map<std::string, std::string> values_;        // field -> text given on the command line
+    std::map<std::string, CLI::Option*> options_;      // field -> its flag
+    std::vector<std::string> loss_parameter_settings_; // "key=value"
+    CLI::Option* loss_parameter_option_ = nullptr;
+};
+
+// The files of a run, all inside `output`.
+struct RunFiles {
+    explicit RunFiles(const std::string& output);
+    std::string output;           // the folder (created by create_output_folder)
+    std::string config;           // config.json: the resolved RunConfig
+    std::string tokenizer;        // tokenizer.model
+    std::string model;            // model.safetensors: the trained (best) model
+    std::string best_checkpoint;  // training_best.safetensors: the trainer's best training checkpoint
+    std::string last_checkpoint;  // training_last.safetensors
+    std::string log;              // train_log.jsonl: the trainer's JSON-lines log
+    std::string results;          // results.json: the metric table and the run's facts
+    std::string curves_svg;       // training_curves.svg
+    std::string metrics_svg;      // metrics.svg: the metric table as grouped bars
+    std::string index;            // index/: the FAISS passage index (see passage_index.h)
+};
+
+// Creates the output folder (and parents); throws naming it when that fails or it is a file.
+void create_output_folder(const std::string& output);
+// Writes `text` to `path` through a temporary file beside it and a rename: readers see the
+// old file or the whole new one, never half of one. Throws naming the path.
+void write_text_file_atomically(const std::string& path, const std::string& text);
+// Writes the resolved config as JSON (atomically).
+void write_run_config(const std::string& path, const RunConfig& config);
+
+}  // namespace nce::apps::retrieval

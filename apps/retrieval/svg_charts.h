@@ -1,0 +1,41 @@
+// Two charts a run draws as standalone SVG files (no library: plain text, opens in any
+// browser):
+//
+//   training curves   from the trainer's JSON-lines log: the training loss per step (left
+//                     panel) and the validation metric at each evaluation (right panel)
+//   metric table      grouped bars: one group per metric column, one bar per row of the
+//                     table (untrained, BM25, trained, hybrid), values 0..1 with labels
+//
+// Both are written atomically. Text in the charts is XML-escaped.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "apps/retrieval/metric_table.h"
+
+namespace nce::apps::retrieval {
+
+// One series of points (x ascending) with a name for the legend.
+struct CurveSeries {
+    std::string name;
+    std::vector<double> x, y;
+};
+
+// The curves of a trainer log: "training loss" (event "step": step, loss) and "validation
+// metric" (event "eval": step, metric). Throws naming the file when it is missing or a line
+// is not JSON.
+std::vector<CurveSeries> read_training_curves(const std::string& log_path);
+
+// An SVG line chart per series, side by side, with axes, ticks and titles.
+std::string training_curves_svg(const std::vector<CurveSeries>& series, const std::string& title);
+// The grouped-bar SVG of the table.
+std::string metric_bars_svg(const MetricTable& table);
+
+// read_training_curves + training_curves_svg, written to svg_path.
+void write_training_curves_svg(const std::string& log_path, const std::string& svg_path, const std::string& title);
+void write_metric_bars_svg(const MetricTable& table, const std::string& svg_path);
+
+// "&<>\"'" -> their XML entities.
+std::string xml_escape(const std::string& text);
+
+}  // namespace nce::apps::retrieval

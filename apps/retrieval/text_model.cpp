@@ -1,0 +1,93 @@
+// The run's tokenizer and text_encoder, and encoding texts in batches without a graph.
+#include "apps/retrieval/text_model.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "engine/error.h"
+#include "nn/checkpoint.h"
+
+namespace nce::apps::retrieval {
+
+data::Tokenizer train_run_tokenizer(const std::vector<std::string>& texts, const RunConfig& config,
+                                    const std::string& directory) {
+    data::TokenizerOptions options;
+    options.vocab_size = config.vocab_size;
+    options.model_type = data::parse_tokenizer_model_type(config.tokenizer_type);
+    options.character_coverage = config.character_coverage;
+    options.seed = static_cast<uint32_t>(config.seed);
+    try {
+        return data::Tokenizer::train(texts, options, directory);
+    } catch (const Error& error) {
+        fail("{} (flag --vocab-size)", error.what());
+    }
+}
+
+nn::ModelConfig text_encoder_config(const RunConfig& config, int64_t vocab_size) {
+    nn::ModelConfig model;
+    model.kind = "text_encoder";
+    model.vocab_size = vocab_size;
+    model.max_len = std::max(config.max_query_length, config.max_passage_length);
+    model.d_model = config.d_model;
+    model.nhead = config.nhead;
+    model.dim_feedforward = config.dim_feedforward;
+    model.num_layers = config.num_layers;
+    model.dropout = config.dropout;
+    model.activation = "gelu";
+    model.norm_first = true;  // pre-norm trains steadily from scratch with a short warmup
+    model.out_dim = 0;
+    return nn::validate_config(model);
+}
+
+std::unique_ptr<nn::EmbeddingModel> make_text_encoder(const RunConfig& config, int64_t vocab_size) {
+    Generator generator(config.seed);
+    return nn::make_model(text_encoder_config(config, vocab_size), generator);
+}
+
+std::unique_ptr<nn::EmbeddingModel> load_text_encoder(const std::string& checkpoint_path) {
+    NCE_CHECK(std::filesystem::is_regular_file(checkpoint_path),
+              "checkpoint {}: no such file (train first, or pass --checkpoint FILE)", checkpoint_path);
+    std::unique_ptr<nn::EmbeddingModel> model = nn::load_model(checkpoint_path);
+    NCE_CHECK(model->config().kind == "text_encoder",
+              "checkpoint {}: holds a {} model, but this app needs a text_encoder (use a checkpoint this app trained)",
+              checkpoint_path, model->config().kind);
+    return model;
+}
+
+int64_t count_truncated(const data::Tokenizer& tokenizer, const std::vector<std::string>& texts, int64_t max_length) {
+    int64_t truncated = 0;
+    for (const std::string& text : texts)
+        if (static_cast<int64_t>(tokenizer.encode_ids(text).size()) > max_length) ++truncated;
+    return truncated;
+}
+
+Tensor encode_texts(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, const std::vector<std::string>& texts,
+                    int64_t max_length, int64_t batch_size, TruncationCount* count) {
+    NCE_CHECK(!texts.empty(), "encode: no texts to encode (the corpus or query list is empty)");
+    NCE_CHECK(max_length <= model.config().max_len, "encode: max_length {} exceeds the model's max_len {}", max_length,
+              model.config().max_len);
+    NoGradGuard no_grad;
+    bool was_training = model.training();
+    model.train(false);
+    std::vector<Tensor> parts;
+    for (size_t start = 0; start < texts.size(); start += static_cast<size_t>(batch_size)) {
+        size_t end = std::min(texts.size(), start + static_cast<size_t>(batch_size));
+        std::vector<std::string> batch(texts.begin() + static_cast<std::ptrdiff_t>(start),
+                                       texts.begin() + static_cast<std::ptrdiff_t>(end));
+        for (size_t i = 0; i < batch.size(); ++i) {
+            std::vector<int64_t> ids = tokenizer.encode_ids(batch[i]);
+            NCE_CHECK(!ids.empty(), "encode: text {} gives no token (it is empty or only spaces); drop it from the data",
+                      start + i);
+            if (count) {
+                ++count->texts;
+                if (static_cast<int64_t>(ids.size()) > max_length) ++count->truncated;
+            }
+        }
+        data::EncodedBatch encoded = tokenizer.encode(batch, max_length);
+        parts.push_back(model.encode(encoded.ids, encoded.mask, nullptr).value().to(Dtype::Float32));
+    }
+    model.train(was_training);
+    return parts.size() == 1 ? parts[0] : concat(parts, 0);
+}
+
+}  // namespace nce::apps::retrieval

@@ -1,0 +1,56 @@
+// The tokenizer and the text_encoder of a run, and encoding texts with them.
+//
+//   texts --Tokenizer::encode (truncated at max_length, counted)--> ids, mask [B, T]
+//         --text_encoder.encode (eval mode, no graph)--> unit rows [B, D]
+//
+// The tokenizer is trained on the training split's texts (queries and passages), so nothing
+// of the validation or test texts leaks into it, and saved as <output>/tokenizer.model.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "apps/retrieval/run_config.h"
+#include "data/tokenizer.h"
+#include "engine/nce.h"
+#include "nn/model.h"
+
+namespace nce::apps::retrieval {
+
+// Trains a SentencePiece model (config.vocab_size, tokenizer_type, character_coverage,
+// seeded with config.seed) on `texts` and saves it as `<directory>/tokenizer.model`. When the
+// texts cannot fill the vocabulary, the error names --vocab-size and the size they allow.
+data::Tokenizer train_run_tokenizer(const std::vector<std::string>& texts, const RunConfig& config,
+                                    const std::string& directory);
+
+// The text_encoder configuration of a run: config's sizes, max_len = the larger of the two
+// maximum lengths, no output projection, fixed temperature (the loss holds tau).
+nn::ModelConfig text_encoder_config(const RunConfig& config, int64_t vocab_size);
+
+// A freshly initialised text_encoder; the same config and seed give the same weights.
+std::unique_ptr<nn::EmbeddingModel> make_text_encoder(const RunConfig& config, int64_t vocab_size);
+
+// Loads a model checkpoint that must hold a text_encoder: a missing file, a file that is not
+// a checkpoint, or a checkpoint of another model kind (a sig_predictor) is one error line
+// naming the file and what was expected.
+std::unique_ptr<nn::EmbeddingModel> load_text_encoder(const std::string& checkpoint_path);
+
+// How many texts went in and how many of them were longer than the model's maximum length
+// (in tokens) and so lost their end.
+struct TruncationCount {
+    int64_t texts = 0;
+    int64_t truncated = 0;
+};
+
+// The number of `texts` with more than max_length tokens.
+int64_t count_truncated(const data::Tokenizer& tokenizer, const std::vector<std::string>& texts, int64_t max_length);
+
+// Embeds `texts` in batches of batch_size: float32 [texts, D], unit rows. The model is put in
+// eval mode and no graph is built; each text keeps its first max_length tokens. When `count`
+// is given, the texts and the truncated ones are added to it. An empty text (no token) is an
+// error naming its position.
+Tensor encode_texts(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, const std::vector<std::string>& texts,
+                    int64_t max_length, int64_t batch_size, TruncationCount* count = nullptr);
+
+}  // namespace nce::apps::retrieval

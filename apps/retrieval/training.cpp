@@ -1,0 +1,222 @@
+// Training a text_encoder on (query, passage) batches with one contrastive loss, through
+// nn::Trainer.
+#include "apps/retrieval/training.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+
+#include "apps/retrieval/rankings.h"
+#include "data/batching.h"
+#include "engine/error.h"
+#include "losses/losses.h"
+#include "nn/checkpoint.h"
+#include "nn/optimizer.h"
+
+namespace nce::apps::retrieval {
+namespace {
+
+// The loss's parameters: the catalogue's defaults, overridden by config.loss_parameters.
+std::map<std::string, std::string> loss_parameters(const RunConfig& config) {
+    std::map<std::string, std::string> parameters;
+    for (const losses::ParamSpec& spec : losses::find_loss(config.loss).params) parameters[spec.name] = spec.default_value;
+    for (const auto& [name, value] : config.loss_parameters) {
+        NCE_CHECK(parameters.count(name), "loss {}: unknown parameter '{}' (nce loss --list shows its parameters)",
+                  config.loss, name);
+        parameters[name] = value;
+    }
+    return parameters;
+}
+
+double number(const std::map<std::string, std::string>& parameters, const std::string& name, const std::string& loss) {
+    const std::string& text = parameters.at(name);
+    try {
+        size_t used = 0;
+        double value = std::stod(text, &used);
+        if (used == text.size() && std::isfinite(value)) return value;
+    } catch (const std::logic_error&) {
+    }
+    fail("loss {}: parameter {} must be a number, got '{}' (flag --loss-parameter {}=VALUE)", loss, name, text, name);
+}
+
+data::BatchStrategy strategy_for(const std::string& loss) {
+    if (loss == "infonce" || loss == "infonce_symmetric") return data::BatchStrategy::InfoNce;
+    if (loss == "multi_positive" || loss == "rank_infonce") return data::BatchStrategy::MultiplePositives;
+    if (loss == "hard_negative_infonce") return data::BatchStrategy::HardNegative;
+    if (loss == "triplet") return data::BatchStrategy::Triplet;
+    if (loss == "listwise") return data::BatchStrategy::Listwise;
+    fail("training: loss '{}' cannot train a model here; use one of: {}", loss, fmt::join(training_loss_names(), ", "));
+}
+
+// The fewest rows a batch needs for the loss: in-batch losses need two.
+size_t minimum_rows(const std::string& loss) { return loss == "triplet" || loss == "listwise" ? 1 : 2; }
+
+// One epoch's usable batches (seeded by the epoch, so a step's batch depends on its position only).
+std::vector<data::Batch> usable_batches(const data::RetrievalDataset& train, const RunConfig& config, int64_t epoch) {
+    data::BatchOptions options;
+    options.strategy = strategy_for(config.loss);
+    options.batch_size = config.batch_size;
+    options.seed = config.seed * 1000003 + static_cast<uint64_t>(epoch);
+    options.triplet_negatives = data::parse_triplet_negatives(config.triplet_negatives);
+    options.drop_last = false;
+    std::vector<data::Batch> batches;
+    for (data::Batch& batch : data::make_batches(train, options).batches)
+        if (batch.rows.size() >= minimum_rows(config.loss)) batches.push_back(std::move(batch));
+    return batches;
+}
+
+// The model's embeddings of `texts` with dropout from `generator`: a graph for the loss.
+Var embed(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, const std::vector<std::string>& texts,
+          int64_t max_length, Generator& generator) {
+    data::EncodedBatch encoded = tokenizer.encode(texts, max_length);
+    return model.encode(encoded.ids, encoded.mask, &generator);
+}
+
+// The batch's loss, by the table in training.h.
+Var batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, const data::Batch& batch,
+               const data::RetrievalDataset& train, const RunConfig& config,
+               const std::map<std::string, std::string>& parameters, Generator& generator) {
+    const std::string& loss = config.loss;
+    auto p_of = [&] { return embed(model, tokenizer, data::passage_texts(batch, train), config.max_passage_length, generator); };
+    if (loss == "listwise") {
+        // Rows come in groups of K with one query: q [Q, d] from each group's first row,
+        // a [Q, K, d], score [Q, K].
+        int64_t answers = batch.answers_per_query;
+        int64_t queries = static_cast<int64_t>(batch.rows.size()) / answers;
+        std::vector<std::string> all_queries = data::query_texts(batch, train), group_queries;
+        for (int64_t g = 0; g < queries; ++g) group_queries.push_back(all_queries[static_cast<size_t>(g * answers)]);
+        Var q = embed(model, tokenizer, group_queries, config.max_query_length, generator);
+        Var p = p_of();
+        Var a = reshape(p, {queries, answers, p.value().size(1)});
+        Tensor score = data::score_tensor(batch, Dtype::Float32).reshape({queries, answers});
+        return losses::listwise(q, a, score, number(parameters, "tau", loss));
+    }
+    Var q = embed(model, tokenizer, data::query_texts(batch, train), config.max_query_length, generator);
+    Var p = p_of();
+    if (loss == "infonce") return losses::infonce(q, p, Var(), Var(), number(parameters, "tau", loss));
+    if (loss == "infonce_symmetric") return losses::infonce_symmetric(q, p, Var(), Var(), number(parameters, "tau", loss));
+    Tensor qid = data::qid_tensor(batch);
+    if (loss == "multi_positive") return losses::multi_positive(q, p, qid, Var(), number(parameters, "tau", loss));
+    if (loss == "rank_infonce") {
+        losses::RankInfonceOptions options;
+        options.tau = number(parameters, "tau", loss);
+        options.rank_weight = number(parameters, "rank_weight", loss);
+        options.score_weight = number(parameters, "score_weight", loss);
+        options.use_ranks = number(parameters, "use_ranks", loss) != 0;
+        options.use_scores = number(parameters, "use_scores", loss) != 0;
+        return losses::rank_infonce(q, p, qid, data::rank_tensor(batch), data::score_tensor(batch, Dtype::Float32), Var(),
+                                    options);
+    }
+    if (loss == "hard_negative_infonce")
+        return losses::hard_negative_infonce(q, p, qid, Var(), number(parameters, "tau", loss),
+                                             number(parameters, "weight", loss));
+    if (loss == "triplet") {
+        Var n = embed(model, tokenizer, data::negative_texts(batch, train), config.max_passage_length, generator);
+        return losses::triplet(q, p, n, number(parameters, "margin", loss),
+                               losses::parse_triplet_metric(parameters.at("metric")));
+    }
+    strategy_for(loss);  // throws naming the losses that can train
+    return Var();
+}
+
+std::vector<std::string> texts_of_queries(const data::RetrievalDataset& dataset) {
+    std::vector<std::string> texts;
+    for (const data::Query& query : dataset.queries) texts.push_back(query.text);
+    return texts;
+}
+
+std::vector<std::string> texts_of_passages(const data::RetrievalDataset& dataset) {
+    std::vector<std::string> texts;
+    for (const data::Passage& passage : dataset.passages) texts.push_back(passage.text);
+    return texts;
+}
+
+}  // namespace
+
+const std::vector<std::string>& training_loss_names() {
+    static const std::vector<std::string> names = {"infonce", "infonce_symmetric", "multi_positive", "rank_infonce",
+                                                   "hard_negative_infonce", "triplet", "listwise"};
+    return names;
+}
+
+TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer,
+                                  const data::RetrievalDataset& train, const data::RetrievalDataset& validation,
+                                  const RunConfig& config, const RunFiles& files) {
+    strategy_for(config.loss);
+    const std::map<std::string, std::string> parameters = loss_parameters(config);
+    TrainingReport report;
+    std::vector<std::string> train_queries = texts_of_queries(train), train_passages = texts_of_passages(train);
+    report.queries = {static_cast<int64_t>(train_queries.size()),
+                      count_truncated(tokenizer, train_queries, config.max_query_length)};
+    report.passages = {static_cast<int64_t>(train_passages.size()),
+                       count_truncated(tokenizer, train_passages, config.max_passage_length)};
+
+    // One epoch's batches at a time; a step's batch is a function of (epoch, batch index).
+    int64_t planned_epoch = 1;
+    std::vector<data::Batch> batches = usable_batches(train, config, planned_epoch);
+    NCE_CHECK(!batches.empty(), "training: the training split ({} queries) gives no batch of at least {} rows for loss "
+              "{}; use more data or another loss", train.queries.size(), minimum_rows(config.loss), config.loss);
+    report.batches_per_epoch = static_cast<int64_t>(batches.size());
+
+    nn::AdamWOptions adam;
+    adam.learning_rate = config.learning_rate;
+    adam.weight_decay = config.weight_decay;
+    nn::AdamW optimizer(model.parameters(), adam);
+
+    nn::TrainerOptions options;
+    options.epochs = config.epochs;
+    options.steps_per_epoch = report.batches_per_epoch;
+    options.max_steps = config.max_steps;
+    options.seed = config.seed;
+    nn::LearningRateSchedule schedule;
+    schedule.kind = nn::schedule_kind_from_name(config.schedule);
+    schedule.base_learning_rate = config.learning_rate;
+    schedule.warmup_steps = config.warmup_steps;
+    schedule.total_steps = config.max_steps;
+    options.schedule = schedule;
+    options.max_grad_norm = config.max_grad_norm;
+    options.evaluate_every = validation.queries.empty() ? 0 : config.evaluate_every;
+    options.patience = config.patience;
+    options.best_checkpoint_path = options.evaluate_every > 0 ? files.best_checkpoint : "";
+    options.last_checkpoint_path = files.last_checkpoint;
+    options.metrics_log_path = files.log;
+    nn::Trainer trainer(model, optimizer, options);
+
+    auto loss_of = [&](const nn::StepPosition& position, Generator& generator) {
+        if (position.epoch != planned_epoch) {
+            planned_epoch = position.epoch;
+            batches = usable_batches(train, config, planned_epoch);
+            NCE_CHECK(!batches.empty(), "training: epoch {} has no usable batch", planned_epoch);
+        }
+        const data::Batch& batch = batches[static_cast<size_t>(position.batch_index) % batches.size()];
+        Var loss = batch_loss(model, tokenizer, batch, train, config, parameters, generator);
+        return nn::BatchLoss::with_graph(loss, static_cast<int64_t>(batch.rows.size()));
+    };
+    eval::RelevantSets validation_relevant;
+    std::vector<std::string> validation_queries, validation_passages;
+    if (options.evaluate_every > 0) {
+        validation_relevant = relevant_sets(validation);
+        validation_queries = texts_of_queries(validation);
+        validation_passages = texts_of_passages(validation);
+    }
+    auto evaluate = [&](nn::EmbeddingModel& evaluated) {
+        Tensor q = encode_texts(evaluated, tokenizer, validation_queries, config.max_query_length, config.encode_batch_size);
+        Tensor p = encode_texts(evaluated, tokenizer, validation_passages, config.max_passage_length,
+                                config.encode_batch_size);
+        RankedLists ranked = dense_rankings(q, p, 10);
+        return eval::retrieval_metrics(ranked.passages, validation_relevant, {10}).at(10).mrr;
+    };
+
+    auto start = std::chrono::steady_clock::now();
+    report.result = options.evaluate_every > 0 ? trainer.fit(loss_of, evaluate) : trainer.fit(loss_of);
+    report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+    // Keep the best evaluated parameters (the trainer saved them), else the last ones.
+    if (options.evaluate_every > 0 && std::filesystem::exists(files.best_checkpoint))
+        nn::restore_training_checkpoint(files.best_checkpoint, model);
+    model.train(false);
+    nn::save_model(files.model, model, {{"loss", config.loss}});
+    return report;
+}
+
+}  // namespace nce::apps::retrieval

@@ -1,0 +1,55 @@
+// Training a text_encoder on a split's (query, passage) pairs with one contrastive loss,
+// through nn::Trainer (AdamW, warmup + schedule, gradient clipping, JSON-lines log, best and
+// last training checkpoints, early stopping on validation MRR@10).
+//
+// Each loss takes the batches it needs (data/batching.h) and is called through its typed
+// function (losses/losses.h) on the model's embeddings:
+//
+//   loss                    batch strategy        call
+//   infonce                 infonce               infonce(q, p, -, -, tau)
+//   infonce_symmetric       infonce               infonce_symmetric(q, p, tau)
+//   multi_positive          multiple_positives    multi_positive(q, p, qid, tau)
+//   rank_infonce            multiple_positives    rank_infonce(q, p, qid, rank, score, options)
+//   hard_negative_infonce   hard_negative         hard_negative_infonce(q, p, qid, tau, weight)
+//   triplet                 triplet               triplet(q, p, n, margin, metric)
+//   listwise                listwise              listwise(q, p [Q, K, d], score [Q, K], tau)
+//
+// Loss parameters come from config.loss_parameters over the catalogue's defaults. Batches
+// with fewer rows than the loss needs are skipped (the step takes the next batch); a plan
+// with no usable batch is an error naming the loss and the data.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "apps/retrieval/run_config.h"
+#include "apps/retrieval/text_model.h"
+#include "data/dataset.h"
+#include "data/tokenizer.h"
+#include "nn/model.h"
+#include "nn/trainer.h"
+
+namespace nce::apps::retrieval {
+
+// The losses training can use, in the order above.
+const std::vector<std::string>& training_loss_names();
+
+struct TrainingReport {
+    nn::TrainingResult result;       // steps, last loss, best validation MRR@10, stopped early
+    double seconds = 0;              // wall time of the training loop
+    int64_t batches_per_epoch = 0;
+    TruncationCount queries;         // training texts longer than the maximum lengths...
+    TruncationCount passages;        // ...counted once, over the training split
+};
+
+// Trains `model` in place on `train`, scoring MRR@10 on `validation` every
+// config.evaluate_every steps (dense exact search over the validation passages). Writes
+// files.log, files.best_checkpoint and files.last_checkpoint; at the end the model holds the
+// best evaluated parameters (or the last ones when there was no evaluation) and is saved as
+// files.model. Throws nce::Error for an unknown loss, a split with nothing to train on, or a
+// loss that stops being finite (naming the step).
+TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer,
+                                  const data::RetrievalDataset& train, const data::RetrievalDataset& validation,
+                                  const RunConfig& config, const RunFiles& files);
+
+}  // namespace nce::apps::retrieval

@@ -1,0 +1,36 @@
+// `nce stackexchange compare`: one model trained per loss, with the same data, split,
+// tokenizer, initial weights, seed and step budget, then every model scored in the three
+// views of apps/stackexchange/evaluation_views.h beside the untrained model, BM25 and a hybrid.
+//
+//   data -> split by question -> tokenizer on the train texts (shared by every loss)
+//   -> untrained row and BM25 (whitespace) row
+//   -> for each loss: a fresh text_encoder (same seed, so the same start) trained with
+//      apps/retrieval/training.h (the loss's batch strategy, config.max_steps steps) -> its row
+//   -> hybrid row: BM25 fused with the loss whose model has the best validation MRR@10, the
+//      fusion weight chosen on the validation split (apps/retrieval/rankings.h)
+//
+// Written under <output>/compare/: compare.json (the three tables and the facts of the run),
+// compare_<view>.svg (each table as grouped bars), training_loss.svg (every loss's training
+// curve), tokenizer.model, config.json, and <loss>/ with that model's checkpoint and log.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "apps/retrieval/metric_table.h"
+#include "apps/retrieval/retrieval_app.h"
+#include "apps/retrieval/run_config.h"
+
+namespace nce::apps::stackexchange {
+
+struct ComparisonOutcome {
+    std::vector<retrieval::MetricTable> tables;  // one per view, in all_views() order
+    std::string best_loss;                       // by validation MRR@10
+    double seconds = 0;
+};
+
+// Runs the comparison above for the losses of config.app ("losses"; all seven by default),
+// prints the three tables and writes the files. Throws nce::Error (one line) on bad data or
+// settings.
+ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const retrieval::RunConfig& config);
+
+}  // namespace nce::apps::stackexchange

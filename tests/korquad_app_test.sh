@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Tests of `nce korquad`: a tiny run end to end on generated data (train, eval, index,
+# search) writes every file it promises and repeats itself under the same seed; --help works
+# on every subcommand; every bad input is one line on stderr, a non-zero exit, and nothing
+# written.
+# Usage: bash tests/korquad_app_test.sh PATH/TO/nce     (meson test runs it as the suite 'app-korquad')
+set -uo pipefail
+
+if [[ $# -ne 1 || ! -x "$1" ]]; then
+    echo "usage: bash tests/korquad_app_test.sh PATH/TO/nce (got: $*)" >&2
+    exit 2
+fi
+nce="$1"
+fixtures="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/fixtures/torch_reference"
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+stdout="$scratch/stdout"
+stderr="$scratch/stderr"
+failures=0
+
+run() {
+    "$nce" "$@" >"$stdout" 2>"$stderr" </dev/null
+    status=$?
+}
+fail() {
+    echo "FAIL: $*"
+    echo "  stdout: $(tail -c 1500 "$stdout")"
+    echo "  stderr: $(tail -c 1500 "$stderr")"
+    failures=$((failures + 1))
+}
+pass() { echo "ok:   $*"; }
+expect_exit_zero() {
+    if [[ $status -eq 0 ]]; then pass "$1 exits 0"; else fail "$1 exits $status, expected 0"; fi
+}
+expect_in() {
+    if grep -Eq -- "$2" "$1"; then pass "$3"; else fail "$3 (no line matches /$2/)"; fi
+}
+# An error: non-zero exit, one line "nce: error: ..." matching PATTERN, and nothing at OUT.
+expect_one_line_error() {
+    local pattern="$1" out="$2" what="$3"
+    if [[ $status -eq 0 ]]; then fail "$what exits 0, expected non-zero"; return; fi
+    local lines
+    lines=$(wc -l <"$stderr")
+    if [[ $lines -ne 1 ]]; then fail "$what prints $lines lines on stderr, expected 1"; return; fi
+    if ! grep -Eq -- "^nce: error: .*$pattern" "$stderr"; then fail "$what: stderr does not match /$pattern/"; return; fi
+    if [[ -n "$out" && -e "$out" ]]; then fail "$what wrote $out"; return; fi
+    pass "$what: one line, exit $status, nothing written"
+}
+
+# ---- --help on the command and every subcommand ----
+for sub in "" train eval index search; do
+    run korquad $sub --help
+    expect_exit_zero "nce korquad $sub --help"
+    expect_in "$stdout" "--output" "nce korquad $sub --help lists --output"
+done
+
+# ---- a tiny run: 12 towns, a small model, 12 steps ----
+cat >"$scratch/tiny.json" <<'JSON'
+{"vocab_size": 400, "d_model": 32, "nhead": 2, "num_layers": 1, "dim_feedforward": 64,
+ "max_query_length": 24, "max_passage_length": 40, "batch_size": 16, "max_steps": 12,
+ "warmup_steps": 2, "evaluate_every": 6, "candidate_depth": 20, "app": {"articles": 12}}
+JSON
+run korquad train --config "$scratch/tiny.json" --output "$scratch/run" --seed 5
+expect_exit_zero "korquad train (tiny)"
+for file in config.json korquad_generated.json tokenizer.model model.safetensors train_log.jsonl results.json \
+            metrics.svg training_curves.svg; do
+    if [[ -s "$scratch/run/$file" ]]; then pass "train wrote $file"; else fail "train did not write $file"; fi
+done
+if ls "$scratch/run" | grep -q tmp; then fail "train left a temporary file: $(ls "$scratch/run")"; else pass "no temporary file left"; fi
+for row in "untrained model" "BM25 \\(whitespace\\)" "BM25 \\(whitespace\\+bigrams\\)" "trained model" "hybrid"; do
+    expect_in "$scratch/run/results.json" "\"name\": \"$row" "results.json has the row $row"
+    expect_in "$stdout" "^$row" "the terminal table has the row $row"
+done
+for column in recall@1 recall@5 recall@10 mrr@10 ndcg@10; do
+    expect_in "$scratch/run/results.json" "\"$column\"" "results.json has $column"
+done
+expect_in "$stdout" "were longer than 40 tokens and were truncated" "the run says how many passages were truncated"
+expect_in "$scratch/run/metrics.svg" "<svg" "metrics.svg is an SVG"
+expect_in "$scratch/run/training_curves.svg" "polyline" "training_curves.svg draws a curve"
+expect_in "$scratch/run/train_log.jsonl" '"event":"eval"' "the log has validation evaluations"
+
+# ---- the same seed gives the same numbers ----
+run korquad train --config "$scratch/tiny.json" --output "$scratch/again" --seed 5
+expect_exit_zero "korquad train (tiny, again)"
+rows() { grep -A200 '"rows"' "$1" | grep -v seconds; }
+if [[ "$(rows "$scratch/run/results.json")" == "$(rows "$scratch/again/results.json")" ]]; then
+    pass "same seed, same table"
+else
+    fail "same seed gave another table"
+fi
+
+# ---- eval, index, search ----
+run korquad eval --config "$scratch/tiny.json" --output "$scratch/run" --seed 5
+expect_exit_zero "korquad eval"
+expect_in "$stdout" "^trained model" "eval prints the table"
+run korquad index --config "$scratch/tiny.json" --output "$scratch/run" --seed 5 --index "$scratch/index"
+expect_exit_zero "korquad index"
+for file in index.faiss chunks.jsonl model.safetensors tokenizer.model index.json; do
+    if [[ -s "$scratch/index/$file" ]]; then pass "index wrote $file"; else fail "index did not write $file"; fi
+done
+expect_in "$stdout" "split with 24 tokens of overlap" "index reports the chunking"
+run korquad search --index "$scratch/index" --top-k 3 "인구는 몇 명인가?"
+expect_exit_zero "korquad search"
+expect_in "$stdout" "^ 3\\. [0-9.-]+ " "search prints three hits with scores"
+
+# ---- bad input: one line, non-zero exit, nothing written ----
+run korquad train --data "$scratch/missing.json" --output "$scratch/out_missing"
+expect_one_line_error "missing.json" "$scratch/out_missing" "a missing data file"
+echo '{"version": "1", "data": [{"title": "x", "paragraphs": [' >"$scratch/malformed.json"
+run korquad train --data "$scratch/malformed.json" --output "$scratch/out_malformed"
+expect_one_line_error "malformed.json" "$scratch/out_malformed" "a malformed data file"
+echo '{"version": "1", "data": []}' >"$scratch/empty.json"
+run korquad train --data "$scratch/empty.json" --output "$scratch/out_empty"
+expect_one_line_error "corpus is empty" "$scratch/out_empty" "an empty corpus"
+if [[ -f "$fixtures/sig_predictor.safetensors" ]]; then
+    cp -r "$scratch/run" "$scratch/other_kind"
+    rm -f "$scratch/other_kind/results.json"
+    run korquad eval --config "$scratch/tiny.json" --output "$scratch/other_kind" --checkpoint "$fixtures/sig_predictor.safetensors"
+    expect_one_line_error "sig_predictor" "$scratch/other_kind/results.json" "a checkpoint of another model kind"
+fi
+run korquad eval --output "$scratch/no_run"
+expect_one_line_error "model.safetensors: no such file" "$scratch/no_run" "eval before any training"
+run korquad search --index "$scratch/no_index" "질문"
+expect_one_line_error "not a complete index folder" "$scratch/no_index" "search without an index"
+echo '{"batch_sise": 3}' >"$scratch/typo.json"
+run korquad train --config "$scratch/typo.json" --output "$scratch/out_typo"
+expect_one_line_error "unknown setting 'batch_sise'" "$scratch/out_typo" "a config file with an unknown key"
+run korquad train --batch-size many --output "$scratch/out_flag"
+expect_one_line_error "--batch-size" "$scratch/out_flag" "a flag that is not a number"
+
+if [[ $failures -ne 0 ]]; then
+    echo "$failures failed"
+    exit 1
+fi
+echo "all passed"

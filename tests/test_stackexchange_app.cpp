@@ -1,0 +1,179 @@
+// `nce stackexchange`'s own parts: the generated site, the filter of unanswered questions,
+// the app's settings and the three evaluation views of `compare`.
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "apps/stackexchange/evaluation_views.h"
+#include "apps/stackexchange/generated_site.h"
+#include "apps/stackexchange/posts_dataset.h"
+#include "data/stackexchange_reader.h"
+#include "tests/test_helpers.h"
+
+namespace nce::apps::stackexchange {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh folder under the system's temporary folder, removed at the end of the test.
+struct TemporaryFolder {
+    fs::path path;
+    explicit TemporaryFolder(const std::string& name)
+        : path(fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()))) {
+        fs::remove_all(path);
+        fs::create_directories(path);
+    }
+    ~TemporaryFolder() { fs::remove_all(path); }
+};
+
+data::RetrievalDataset generated_dataset(const GeneratedSiteOptions& options, const TemporaryFolder& folder) {
+    std::string path = write_generated_site(folder.path.string(), options);
+    return data::read_stackexchange_posts(path, data::Leniency::Strict);
+}
+
+// accuracy@1 of whitespace BM25 over a whole data set: how often the top answer is relevant.
+double bm25_accuracy_at_1(const data::RetrievalDataset& dataset) {
+    std::vector<std::string> queries, passages;
+    for (const auto& query : dataset.queries) queries.push_back(query.text);
+    for (const auto& passage : dataset.passages) passages.push_back(passage.text);
+    ScoreMatrix scores = bm25_score_matrix(queries, passages, retrieval::LexicalTokens::Whitespace, {1.5, 0.75});
+    EvaluationViews views = make_evaluation_views(dataset, scores, {});
+    return score_view("bm25", rank_in_view(scores, views, View::Overall), views).metrics.at("accuracy@1");
+}
+
+TEST_CASE("generated site: read back by the dump reader, deterministic, with scores, accepted answers and HTML") {
+    TemporaryFolder folder("nce-stackexchange-site");
+    GeneratedSiteOptions options;
+    options.questions = 120;
+    options.seed = 5;
+    CHECK(generate_posts_xml(options) == generate_posts_xml(options));
+    GeneratedSiteOptions other = options;
+    other.seed = 6;
+    CHECK(generate_posts_xml(options) != generate_posts_xml(other));
+    CHECK(generate_posts_xml(options).find("&lt;p&gt;") != std::string::npos);  // HTML, escaped as in a dump
+
+    data::RetrievalDataset dataset = generated_dataset(options, folder);
+    CHECK(dataset.queries.size() == 120);
+    CHECK(dataset.report.skipped.at("other post type") == 1);  // the tag wiki row
+    std::vector<int64_t> answers(dataset.queries.size(), 0);
+    int64_t accepted = 0, negative = 0;
+    for (const data::Relevance& relevance : dataset.relevance) {
+        ++answers[static_cast<size_t>(relevance.query)];
+        accepted += relevance.accepted;
+        negative += relevance.score < 0;
+    }
+    std::set<int64_t> answer_counts(answers.begin(), answers.end());
+    CHECK(*answer_counts.begin() == 1);
+    CHECK(*answer_counts.rbegin() == options.max_answers);
+    CHECK(accepted > 30);
+    CHECK(accepted < 120);
+    CHECK(negative > 0);
+    for (const auto& passage : dataset.passages) CHECK(passage.text.find("<p>") == std::string::npos);
+}
+
+TEST_CASE("generated site: paraphrasing is what makes it hard for BM25") {
+    TemporaryFolder folder("nce-stackexchange-paraphrase");
+    GeneratedSiteOptions literal;
+    literal.questions = 200;
+    literal.paraphrase_probability = 0.0;
+    GeneratedSiteOptions paraphrased = literal;
+    paraphrased.paraphrase_probability = 1.0;
+    double literal_accuracy = bm25_accuracy_at_1(generated_dataset(literal, folder));
+    double paraphrased_accuracy = bm25_accuracy_at_1(generated_dataset(paraphrased, folder));
+    CHECK(literal_accuracy > paraphrased_accuracy + 0.2);
+    CHECK(paraphrased_accuracy > 0.05);  // the topic's words still point the way
+}
+
+TEST_CASE("generated site: options out of range are one line naming the option") {
+    GeneratedSiteOptions options;
+    options.questions = 0;
+    CHECK_ERROR_MENTIONS(generate_posts_xml(options), "--questions");
+    options.questions = 3;
+    options.paraphrase_probability = 1.5;
+    CHECK_ERROR_MENTIONS(generate_posts_xml(options), "paraphrase_probability");
+}
+
+// Three questions: q0 with answers a0 a1, q1 without one, q2 with a2 (empty text) and a3.
+data::RetrievalDataset small_dataset() {
+    data::RetrievalDataset dataset;
+    dataset.queries = {{"1", "how to brew", "1"}, {"2", "no answers here", "2"}, {"3", "best hops", "3"}};
+    dataset.passages = {{"10", "boil it", "1"}, {"11", "ferment it", "1"}, {"12", "  ", "3"}, {"13", "citra", "3"}};
+    dataset.relevance = {{0, 0, 5, 0, true}, {0, 1, 2, 1, false}, {2, 2, 9, 0, false}, {2, 3, 1, 1, false}};
+    return dataset;
+}
+
+TEST_CASE("keep_answered_questions: drops unanswered questions and empty answers, re-indexes and re-ranks") {
+    PostsFilterReport report;
+    data::RetrievalDataset kept = keep_answered_questions(small_dataset(), "Posts.xml", &report);
+    CHECK(report.questions_without_answer == 1);
+    CHECK(report.empty_answers == 1);
+    REQUIRE(kept.queries.size() == 2);
+    CHECK(kept.queries[1].id == "3");
+    REQUIRE(kept.passages.size() == 3);
+    CHECK(kept.passages[2].id == "13");
+    REQUIRE(kept.relevance.size() == 3);
+    CHECK(kept.relevance[2].query == 1);
+    CHECK(kept.relevance[2].passage == 2);
+    CHECK(kept.relevance[2].rank == 0);  // a3 is q2's best answer once a2 is gone
+
+    data::RetrievalDataset nothing = small_dataset();
+    nothing.relevance.clear();
+    CHECK_ERROR_MENTIONS(keep_answered_questions(nothing, "empty/Posts.xml"), "empty/Posts.xml: no question with an answer");
+}
+
+TEST_CASE("read_settings: the app's keys, with one line for an unknown key, a wrong type or an unknown loss") {
+    retrieval::RunConfig config;
+    config.seed = 21;
+    config.app = {{"questions", 50}, {"losses", {"infonce", "triplet"}}, {"hard_negatives", 3}};
+    StackExchangeSettings settings = read_settings(config);
+    CHECK(settings.site.questions == 50);
+    CHECK(settings.site.seed == 21);
+    CHECK(settings.losses == std::vector<std::string>{"infonce", "triplet"});
+    CHECK(settings.views.hard_negatives == 3);
+
+    config.app = {{"questoins", 50}};
+    CHECK_ERROR_MENTIONS(read_settings(config), "\"app\".\"questoins\"");
+    config.app = {{"questions", "many"}};
+    CHECK_ERROR_MENTIONS(read_settings(config), "\"app\".\"questions\" has the wrong type");
+    config.app = {{"losses", {"infonce", "no_such_loss"}}};
+    CHECK_ERROR_MENTIONS(read_settings(config), "unknown loss 'no_such_loss'");
+}
+
+// Four questions, each with its own answers: q0 {p0, p1}, q1 {p2}, q2 {p3}, q3 {p4}.
+data::RetrievalDataset four_questions() {
+    data::RetrievalDataset dataset;
+    for (int q = 0; q < 4; ++q) dataset.queries.push_back({std::to_string(q), "question", std::to_string(q)});
+    for (int p = 0; p < 5; ++p) dataset.passages.push_back({std::to_string(p), "answer", ""});
+    dataset.relevance = {{0, 0}, {0, 1}, {1, 2}, {2, 3}, {3, 4}};
+    return dataset;
+}
+
+TEST_CASE("evaluation views: in-batch blocks, BM25's strangers as hard negatives, ranking and metrics") {
+    data::RetrievalDataset dataset = four_questions();
+    // Lexical scores: each query's strangers ranked p4 > p3 > p2 > ... (ties by index).
+    ScoreMatrix lexical = {{0, 0, 1, 2, 3}, {0, 0, 1, 2, 3}, {5, 0, 5, 0, 0}, {1, 1, 1, 1, 0}};
+    EvaluationViews views = make_evaluation_views(dataset, lexical, {2, 1});
+    CHECK(views.in_batch_candidates[0] == std::vector<int64_t>{0, 1, 2});
+    CHECK(views.in_batch_candidates[1] == std::vector<int64_t>{0, 1, 2});
+    CHECK(views.in_batch_candidates[3] == std::vector<int64_t>{3, 4});
+    CHECK(views.hard_negative_candidates[0] == std::vector<int64_t>{0, 1, 4});
+    CHECK(views.hard_negative_candidates[2] == std::vector<int64_t>{0, 3});  // p0 and p2 tie: lower index
+    CHECK(views.hard_negative_candidates[3] == std::vector<int64_t>{0, 4});  // p0..p3 tie: p0
+
+    // A ranker that likes p4 best for every query. Hard-negative view: q0 ranks {p4, p0, p1}
+    // and q1 {p4, p2} (right answer second); q2 ranks {p3, p0} and q3 {p4, p0} (right first).
+    ScoreMatrix dense = {{0.5, 0.1, 0, 0, 1}, {0, 0, 0.5, 0, 1}, {0, 0, 0, 0.5, 1}, {0, 0, 0, 0, 1}};
+    retrieval::RankedLists overall = rank_in_view(dense, views, View::Overall);
+    CHECK(overall.passages[0] == std::vector<int64_t>{4, 0, 1, 2, 3});
+    CHECK(overall.scores[0][0] == 1.0);
+    retrieval::MetricRow row = score_view("dense", rank_in_view(dense, views, View::HardNegative), views);
+    CHECK(row.metrics.at("accuracy@1") == doctest::Approx(0.5));
+    CHECK(row.metrics.at("mrr@10") == doctest::Approx((0.5 + 0.5 + 1.0 + 1.0) / 4));
+    retrieval::MetricRow in_batch = score_view("dense", rank_in_view(dense, views, View::InBatch), views);
+    CHECK(in_batch.metrics.at("accuracy@1") == doctest::Approx(0.75));  // q0 p0, q1 p2, q3 p4 first; q2 p4
+
+    CHECK_ERROR_MENTIONS(make_evaluation_views(dataset, lexical, {0, 1}), "in_batch_questions");
+}
+
+}  // namespace
+}  // namespace nce::apps::stackexchange
