@@ -41,6 +41,7 @@ data::RetrievalDataset load_code_corpus(const retrieval::RunConfig& config, Corp
         code::CodeCorpusLocation location = code::default_code_corpus();
         root = location.root;
         facts.description = location.description;
+        options.language = location.language;
     } else {
         facts.description = fmt::format("the Python sources in {}", root);
     }
@@ -62,19 +63,20 @@ retrieval::RunConfig code_defaults() {
     defaults.output = "runs/code";
     defaults.vocab_size = 4000;
     defaults.character_coverage = 0.9995;
-    defaults.max_query_length = 64;
-    defaults.max_passage_length = 128;
+    defaults.max_query_length = 48;
+    defaults.max_passage_length = 96;
     defaults.d_model = 128;
     defaults.num_layers = 2;
     defaults.nhead = 4;
     defaults.dim_feedforward = 256;
     defaults.loss = "infonce_symmetric";
     defaults.batch_size = 64;
-    defaults.max_steps = 300;
-    defaults.warmup_steps = 30;
+    defaults.max_steps = 250;
+    defaults.warmup_steps = 25;
     defaults.learning_rate = 1e-3;
-    defaults.evaluate_every = 100;
-    defaults.app = {{"require_docstring", true}, {"skip_tests", true}, {"split_by", "file"}, {"max_functions", 0}};
+    defaults.evaluate_every = 125;
+    defaults.app = {{"require_docstring", true}, {"skip_tests", true}, {"split_by", "file"}, {"language", "python"},
+                    {"max_functions", 0}};
     return defaults;
 }
 
@@ -85,7 +87,7 @@ retrieval::RetrievalApp code_app() {
     app.defaults = code_defaults();
     app.bm25_variants = {retrieval::LexicalTokens::Whitespace, retrieval::LexicalTokens::CodeIdentifiers};
     app.with_rank_at_k = true;
-    app.chunk_overlap = 32;
+    app.chunk_overlap = 16;
     auto facts = std::make_shared<CorpusFacts>();
     app.load_dataset = [facts](const retrieval::RunConfig& config) { return load_code_corpus(config, *facts); };
     app.split = [](const data::RetrievalDataset& dataset, const retrieval::RunConfig& config) {

@@ -47,6 +47,7 @@ retrieval::RetrievalApp stackexchange_app() {
         "question -> answer retrieval on a StackExchange dump (--data Posts.xml; default: a generated site)";
     app.defaults = stackexchange_defaults();
     app.bm25_variants = {retrieval::LexicalTokens::Whitespace};
+    app.chunk_overlap = 16;  // `index`: most answers fit one window; long ones share 16 tokens
     app.load_dataset = [](const retrieval::RunConfig& config) { return stackexchange::load_posts_dataset(config); };
     app.extra_results = [](const retrieval::RunConfig& config) {
         return nlohmann::json{{"data", config.data.empty() ? "generated" : config.data}};

@@ -8,9 +8,10 @@
 // say how much faster K processes train on the same data (strong scaling).
 //
 // Reported by rank 0: the median step time over the timed steps (after one warm-up step),
-// global samples per second, and, per step and per rank, the calls, payload bytes, ring
-// bytes (distributed/collectives.h) and wall time of each collective. docs/scaling.md
-// works out from these bytes what larger worlds send.
+// global samples per second, the CPU time a step took summed over the processes, and, per
+// step and per rank, the calls, payload bytes, ring bytes (distributed/collectives.h) and
+// wall time of each collective. docs/scaling.md works out from these bytes what larger
+// worlds send.
 //
 // Usage: mpirun -np K distributed_benchmark [--batch 256] [--length 32] [--steps 5]
 //        [--d-model 128] [--layers 2] [--mini-batch 0 (0: no GradCache)]
@@ -18,6 +19,7 @@
 // with 2 threads and K = 2 with 1 thread each, so both use the machine's 2 cores.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -70,9 +72,26 @@ std::pair<Tensor, Tensor> random_tokens(int64_t rows, int64_t length, Generator&
     return {Tensor::from_indices(ids, {rows, length}), Tensor::from_indices(mask, {rows, length})};
 }
 
+// CPU time of this process, all its threads, in seconds: on a busy machine the wall time of a
+// step includes waiting for a core; the CPU time says how much work the step was.
+double process_cpu_seconds() {
+    timespec now{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+    return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
+}
+
 double median(std::vector<double> values) {
     std::sort(values.begin(), values.end());
     return values[values.size() / 2];
+}
+
+double load_average() {
+    double one_minute = 0;
+    if (std::FILE* file = std::fopen("/proc/loadavg", "r")) {
+        if (std::fscanf(file, "%lf", &one_minute) != 1) one_minute = 0;
+        std::fclose(file);
+    }
+    return one_minute;
 }
 
 void print_collective(const char* name, const dist::CollectiveBytes& bytes, int steps) {
@@ -94,7 +113,7 @@ void run(const Settings& settings) {
     auto loss = [](const Var& q, const Var& p, const Var& log_tau) {
         return dist::infonce_symmetric(q, p, Var(), log_tau, 0.05);
     };
-    std::vector<double> step_seconds;
+    std::vector<double> step_seconds, step_cpu_seconds;
     for (int step = 0; step <= settings.steps; ++step) {  // step 0 warms up
         Generator data(1000 + static_cast<uint64_t>(step));  // the same global batch on every rank
         auto [query_ids, query_mask] = random_tokens(settings.batch, settings.length, data);
@@ -104,6 +123,7 @@ void run(const Settings& settings) {
         dist::barrier();
         if (step == 1) dist::reset_communication_stats();
         auto start = std::chrono::steady_clock::now();
+        double cpu_start = process_cpu_seconds();
 
         optimizer.zero_grad();
         if (settings.mini_batch > 0) {
@@ -118,9 +138,17 @@ void run(const Settings& settings) {
 
         dist::barrier();
         double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (step > 0) step_seconds.push_back(seconds);
+        if (step > 0) {
+            step_seconds.push_back(seconds);
+            step_cpu_seconds.push_back(process_cpu_seconds() - cpu_start);
+        }
     }
 
+    // The steps' bytes, before the CPU times are summed over the ranks (a collective too).
+    const dist::CommunicationStats stats = dist::communication_stats();
+    Tensor cpu_seconds = Tensor::from_vector(step_cpu_seconds, {settings.steps}, Dtype::Float64);
+    dist::all_reduce_sum_inplace(cpu_seconds);
+    step_cpu_seconds = cpu_seconds.to_vector();
     if (!world.is_main()) return;
     double step_time = median(step_seconds);
     fmt::print("distributed_benchmark: {} process{}, {} thread{} each, global batch {} pairs, length {}, d_model {}, "
@@ -129,9 +157,10 @@ void run(const Settings& settings) {
                settings.batch, settings.length, settings.d_model, settings.layers, parameter_count,
                settings.mini_batch > 0 ? fmt::format("GradCache mini-batches of {}", settings.mini_batch)
                                        : std::string("no GradCache"));
-    fmt::print("step: median {:.1f} ms over {} steps; {:.1f} pairs/s\n", 1e3 * step_time, settings.steps,
-               static_cast<double>(settings.batch) / step_time);
-    const dist::CommunicationStats& stats = dist::communication_stats();
+    fmt::print("step: median {:.1f} ms over {} steps; {:.1f} pairs/s; CPU time of all processes {:.1f} ms per step "
+               "(load average {:.1f})\n",
+               1e3 * step_time, settings.steps, static_cast<double>(settings.batch) / step_time,
+               1e3 * median(step_cpu_seconds), load_average());
     fmt::print("per step, rank 0:  {:<15} {:>6} {:>14} {:>14} {:>12}\n", "", "calls", "payload bytes", "ring bytes",
                "ms");
     print_collective("all-gather", stats.all_gather, settings.steps);

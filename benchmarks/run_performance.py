@@ -267,9 +267,11 @@ def main():
                      number(torch.get("median_ms"), "{:.1f}"), number(nce.get("samples_per_s"), "{:.0f}"),
                      number(torch.get("samples_per_s"), "{:.0f}"), number(speedup(nce, torch)),
                      number(ok(nce) and 100 * gflop / (nce["median_ms"] / 1000) / peak or None, "{:.0f}%"),
-                     number(nce.get("peak_rss_mib"), "{:.0f}"), number(torch.get("peak_rss_mib"), "{:.0f}")])
+                     number(nce.get("peak_rss_mib"), "{:.0f}"), number(torch.get("peak_rss_mib"), "{:.0f}"),
+                     number(nce.get("cpu_ms"), "{:.0f}"), number(torch.get("cpu_ms"), "{:.0f}")])
     table(["model", "B x T", "nce ms", "torch ms", "nce samples/s", "torch samples/s", "speedup", "nce % peak",
-           "nce MiB", "torch MiB"], rows)
+           "nce MiB", "torch MiB", "nce CPU ms", "torch CPU ms"], rows)
+    print("(CPU ms: a step's CPU time over all threads; on a loaded machine it is the steadier comparison)")
     sig_nce, sig_torch = steps["sig_predictor"]
     sig_speedup = speedup(sig_nce, sig_torch)
     targets["3. sig_predictor >= 1.7x torch samples/s"] = None if sig_speedup is None else sig_speedup >= 1.7

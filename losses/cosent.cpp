@@ -68,7 +68,7 @@ Var cosent(const Var& x, const Var& y, const Tensor& label, double scale) {
     Tensor loss = Tensor::scalar(loss_value, x.dtype());
 
     Tensor weights = exp(differences - loss_value) * pairs;                                       // W [N, N]
-    Tensor dloss_dsimilarities = (sum(weights, 1) - sum(weights, 0) * 0.99).reshape({N, 1}) * scale;     // scale dL/ds [N, 1]
+    Tensor dloss_dsimilarities = (sum(weights, 1) - sum(weights, 0)).reshape({N, 1}) * scale;     // scale dL/ds [N, 1]
     return Var::from_op(kLoss, std::move(loss), {x, y},
         [xv, yv, dloss_dsimilarities](const Tensor& dy) -> Grads {
             Tensor slope = dloss_dsimilarities * dy.item();  // [N, 1]

@@ -19,8 +19,9 @@ void check_inputs(const Var& a, const Var& p, const Var& ga, const Var& gp, doub
     check_matrix(gp, kLoss, "gp");
     check_same_shape(a, p, kLoss, "a", "p");
     check_same_shape(ga, gp, kLoss, "ga", "gp");
-    NCE_CHECK(ga.size(0) == a.size(0), "{}: ga {} must have one row per row of a {} (the guide embeds the same {} pairs)",
-              kLoss, shape_string(ga.shape()), shape_string(a.shape()), a.size(0));
+    NCE_CHECK(ga.size(0) == a.size(0),
+              "{}: ga {} must have one row per row of a {} (the guide embeds the same {} pairs)", kLoss,
+              shape_string(ga.shape()), shape_string(a.shape()), a.size(0));
     NCE_CHECK(p.dtype() == a.dtype() && ga.dtype() == a.dtype() && gp.dtype() == a.dtype(),
               "{}: a ({}), p ({}), ga ({}) and gp ({}) must have the same dtype", kLoss, dtype_name(a.dtype()),
               dtype_name(p.dtype()), dtype_name(ga.dtype()), dtype_name(gp.dtype()));
@@ -93,8 +94,9 @@ Var gist(const Var& a, const Var& p, const Var& ga, const Var& gp, double tau, d
             const Tensor& dy) -> Grads {
             Tensor G_ap = slice(G, 1, 0, N), G_aa = slice(G, 1, N, 2 * N), G_pp = slice(G, 1, 2 * N, 3 * N);
             double scale = dy.item() * inverse_tau;
-            Tensor da = (matmul(G_ap, pv) + matmul(G_aa + transpose(G_aa, 0, 1), av)) * scale;                 // [N, d]
-            Tensor dp = (matmul(G_ap, av, Transpose::First) + matmul(G_pp + transpose(G_pp, 0, 1), pv)) * scale;  // [N, d]
+            // [N, d] each
+            Tensor da = (matmul(G_ap, pv) + matmul(G_aa + transpose(G_aa, 0, 1), av)) * scale;
+            Tensor dp = (matmul(G_ap, av, Transpose::First) + matmul(G_pp + transpose(G_pp, 0, 1), pv)) * scale;
             Tensor zero_guide = Tensor::zeros(guide_shape, guide_dtype);  // ga and gp share a shape
             return {da, dp, zero_guide, zero_guide.clone()};
         });

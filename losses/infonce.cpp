@@ -45,7 +45,7 @@ void check_infonce_inputs(const Var& q, const Var& p, const Var& negatives, doub
 Var infonce(const Var& q, const Var& p, const Var& negatives, const Var& log_tau, double tau, LogitBlocking blocking) {
     check_infonce_inputs(q, p, negatives, tau, "infonce");
     Temperature temperature = resolve_temperature(log_tau, tau, "infonce");
-    logit_block_rows(blocking, q.size(0), q.size(0));  // checks block_rows
+    logit_block_rows(blocking, q.size(0), q.size(0), q.dtype());  // checks block_rows
     if (q.value().device() != Device::CPU) return infonce_reference(q, p, negatives, log_tau, tau);
 
     std::vector<Var> inputs{q, p};

@@ -14,7 +14,6 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <limits>
 #include <vector>
 
@@ -118,7 +117,7 @@ InfonceSweep one_direction(const Tensor& q, const Tensor& p, const Tensor& negat
                            LogitBlocking blocking) {
     Problem<T> problem = make_problem<T>(q, p, negatives, tau);
     int64_t N = problem.N, K = problem.K;
-    int64_t block_rows = logit_block_rows(blocking, N, K);
+    int64_t block_rows = logit_block_rows(blocking, N, K, q.dtype());
     Tensor block = Tensor::empty({block_rows, K}, q.dtype());  // l_b, then G_b   [block_rows, K]
     T* logits = block.data<T>();
     std::vector<double> row_loss(N);
@@ -202,11 +201,9 @@ InfonceSweep both_directions(const Tensor& q, const Tensor& p, const Tensor& neg
                              bool with_gradient, LogitBlocking blocking) {
     Problem<T> problem = make_problem<T>(q, p, negatives, tau);
     int64_t N = problem.N, K = problem.K;
-    int64_t block_rows = logit_block_rows(blocking, N, K);
+    int64_t block_rows = logit_block_rows(blocking, N, K, q.dtype());
     // Keep every block of sweep 1 for sweep 2 (three GEMMs), or form them again (four).
-    bool keep_logits = with_gradient && blocking.block_rows == 0 &&
-                       N * K * int64_t(sizeof(T)) <= kLogitMemoryBudget;
-    if (blocking.block_rows >= N) keep_logits = true;  // one block: the unblocked computation
+    bool keep_logits = symmetric_keeps_logits(blocking, N, K, q.dtype()) && (with_gradient || block_rows >= N);
     Tensor logits_storage = Tensor::empty({keep_logits ? N : block_rows, K}, q.dtype());
     T* storage = logits_storage.data<T>();
     auto block_at = [&](int64_t start) { return keep_logits ? storage + start * K : storage; };
@@ -260,12 +257,19 @@ InfonceSweep both_directions(const Tensor& q, const Tensor& p, const Tensor& neg
 
 }  // namespace
 
-int64_t logit_block_rows(LogitBlocking blocking, int64_t rows, int64_t columns) {
-    (void)columns;
+bool symmetric_keeps_logits(LogitBlocking blocking, int64_t rows, int64_t columns, Dtype dtype) {
+    if (blocking.block_rows > 0) return blocking.block_rows >= rows;  // one block: the unblocked computation
+    return rows * columns * static_cast<int64_t>(dtype_size(dtype)) <= kLogitMemoryBudget;
+}
+
+int64_t logit_block_rows(LogitBlocking blocking, int64_t rows, int64_t columns, Dtype dtype) {
     NCE_CHECK(blocking.block_rows >= 0, "InfoNCE: block_rows must be 0 (automatic) or a positive row count, got {}",
               blocking.block_rows);
-    int64_t automatic = std::getenv("NCE_PERFLOSS_R") ? std::atoll(std::getenv("NCE_PERFLOSS_R")) : 256;  // TEMPORARY
-    int64_t chosen = blocking.block_rows > 0 ? blocking.block_rows : automatic;
+    int64_t chosen = blocking.block_rows;
+    if (chosen == 0) {
+        int64_t row_bytes = std::max<int64_t>(1, columns) * static_cast<int64_t>(dtype_size(dtype));
+        chosen = std::max<int64_t>(64, std::min(kAutomaticBlockRows, kBlockMemoryCap / row_bytes));
+    }
     return std::max<int64_t>(1, std::min(chosen, rows));
 }
 

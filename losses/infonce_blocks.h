@@ -32,8 +32,8 @@
 
 namespace nce::losses {
 
-// How the logits are blocked. block_rows = 0: chosen automatically (a cache-sized block;
-// the symmetric loss keeps the whole logit matrix while it fits kLogitMemoryBudget bytes).
+// How the logits are blocked. block_rows = 0: chosen automatically (logit_block_rows; the
+// symmetric loss keeps the whole logit matrix while it fits kLogitMemoryBudget bytes).
 // block_rows > 0: blocks of that many rows (the last may be shorter), and the whole matrix
 // is never held unless block_rows >= N.
 struct LogitBlocking {
@@ -42,6 +42,12 @@ struct LogitBlocking {
 
 // The largest logit matrix the symmetric loss keeps whole when block_rows is automatic.
 constexpr int64_t kLogitMemoryBudget = int64_t{512} << 20;  // bytes
+
+// Automatic block height. Each block's GEMMs pack all of C [N+M, d] again, so tall blocks
+// amortise the packing (1024 rows ran about 10% faster than 256 at N = 4096, d = 384;
+// benchmarks/README.md), while a block stays under kBlockMemoryCap bytes (and >= 64 rows).
+constexpr int64_t kAutomaticBlockRows = 1024;
+constexpr int64_t kBlockMemoryCap = int64_t{256} << 20;  // bytes
 
 // The loss and, when asked for, its gradients at dy = 1.
 struct InfonceSweep {
@@ -63,7 +69,11 @@ InfonceSweep infonce_sweep(const Tensor& q, const Tensor& p, const Tensor& negat
 InfonceSweep infonce_symmetric_sweep(const Tensor& q, const Tensor& p, const Tensor& negatives, double tau,
                                      bool with_gradient, LogitBlocking blocking);
 
-// The block height the kernels use for N rows against `columns` candidates.
-int64_t logit_block_rows(LogitBlocking blocking, int64_t rows, int64_t columns);
+// The block height the kernels use for `rows` rows of q against `columns` candidates, and
+// the check that block_rows is not negative.
+int64_t logit_block_rows(LogitBlocking blocking, int64_t rows, int64_t columns, Dtype dtype);
+// Whether infonce_symmetric keeps the whole [rows, columns] logit matrix between its two
+// sweeps (three GEMMs) rather than forming each block again (four).
+bool symmetric_keeps_logits(LogitBlocking blocking, int64_t rows, int64_t columns, Dtype dtype);
 
 }  // namespace nce::losses

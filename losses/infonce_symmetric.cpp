@@ -36,7 +36,7 @@ Var infonce_symmetric(const Var& q, const Var& p, const Var& negatives, const Va
                       LogitBlocking blocking) {
     check_infonce_inputs(q, p, negatives, tau, "infonce_symmetric");
     Temperature temperature = resolve_temperature(log_tau, tau, "infonce_symmetric");
-    logit_block_rows(blocking, q.size(0), q.size(0));  // checks block_rows
+    logit_block_rows(blocking, q.size(0), q.size(0), q.dtype());  // checks block_rows
     if (q.value().device() != Device::CPU) return infonce_symmetric_reference(q, p, negatives, log_tau, tau);
 
     std::vector<Var> inputs{q, p};

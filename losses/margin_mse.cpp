@@ -14,8 +14,9 @@ void check_inputs(const Var& q, const Var& p, const Var& n) {
     check_matrix(n, kLoss, "n");
     check_same_shape(q, p, kLoss, "q", "p");
     check_same_shape(q, n, kLoss, "q", "n");
-    NCE_CHECK(p.dtype() == q.dtype() && n.dtype() == q.dtype(), "{}: q ({}), p ({}) and n ({}) must have the same dtype",
-              kLoss, dtype_name(q.dtype()), dtype_name(p.dtype()), dtype_name(n.dtype()));
+    NCE_CHECK(p.dtype() == q.dtype() && n.dtype() == q.dtype(),
+              "{}: q ({}), p ({}) and n ({}) must have the same dtype", kLoss, dtype_name(q.dtype()),
+              dtype_name(p.dtype()), dtype_name(n.dtype()));
     check_min_rows(q.size(0), 1, kLoss, "N (rows of q)");
 }
 

@@ -78,10 +78,11 @@ Var multi_positive_in(const Var& q, const Var& p, const Tensor& qid, const Var& 
     // Within the group only: entries outside G(i) become -inf. The diagonal is in G(i), so
     // every row keeps a finite entry; shifting by the row's largest entry, no exponent is positive.
     Tensor group_mask = same_group_mask(ids, q.dtype());  // [N, N]
-    Tensor group_log_probabilities = masked_fill(log_probabilities, group_mask, -std::numeric_limits<double>::infinity());
+    Tensor group_log_probabilities =
+        masked_fill(log_probabilities, group_mask, -std::numeric_limits<double>::infinity());  // [N, N]
     Tensor largest = max(group_log_probabilities, 1, /*keepdim=*/true).values;                  // [N, 1]
     Tensor group_log_mass =
-        largest + log(sum(exp(group_log_probabilities - largest), 1, /*keepdim=*/true));        // m [N, 1]
+        largest + log(sum(exp(group_log_probabilities - largest) * group_mask, 1, /*keepdim=*/true));  // m [N, 1]
     // Q = P_ij / sum_G P [N, N]; times the mask so that it is exactly 0 outside G(i) (the
     // vectorised exp returns a tiny denormal, not 0, for -inf).
     Tensor group_softmax = exp(group_log_probabilities - group_log_mass) * group_mask;

@@ -90,10 +90,17 @@ else
 fi
 
 # ---- eval, index, search ----
-run korquad eval --config "$scratch/tiny.json" --output "$scratch/run" --seed 5
+# eval and index take the run's own config.json (seed, split, lengths): eval repeats train's table.
+cp "$scratch/run/results.json" "$scratch/train_results.json"
+run korquad eval --output "$scratch/run"
 expect_exit_zero "korquad eval"
 expect_in "$stdout" "^trained model" "eval prints the table"
-run korquad index --config "$scratch/tiny.json" --output "$scratch/run" --seed 5 --index "$scratch/index"
+if [[ "$(rows "$scratch/train_results.json")" == "$(rows "$scratch/run/results.json")" ]]; then
+    pass "eval of the trained model repeats train's table"
+else
+    fail "eval gave another table than train"
+fi
+run korquad index --output "$scratch/run" --index "$scratch/index"
 expect_exit_zero "korquad index"
 for file in index.faiss chunks.jsonl model.safetensors tokenizer.model index.json; do
     if [[ -s "$scratch/index/$file" ]]; then pass "index wrote $file"; else fail "index did not write $file"; fi

@@ -30,6 +30,7 @@
 #include "distributed/data_parallel.h"
 #include "distributed/distributed_losses.h"
 #include "distributed/gather_rows.h"
+#include "distributed/rank_output_folder.h"
 #include "distributed/sharding.h"
 #include "distributed/world.h"
 #include "losses/losses.h"
@@ -445,6 +446,20 @@ TEST_CASE("data-parallel trainer: rank 0 alone evaluates and writes; every rank 
         CHECK(std::filesystem::exists(directory / (mine + file)) == (rank() == 0));
     dist::barrier();
     if (rank() == 0) std::filesystem::remove_all(directory);
+}
+
+TEST_CASE("rank output folder: rank 0 writes the run's folder, the others a scratch folder removed afterwards") {
+    std::string scratch;
+    {
+        dist::RankOutputFolder output("runs/somewhere");
+        CHECK((output.path() == "runs/somewhere") == (rank() == 0));
+        if (rank() != 0) {
+            scratch = output.path();
+            CHECK(std::filesystem::is_directory(scratch));
+        }
+    }
+    if (rank() != 0) CHECK(!std::filesystem::exists(scratch));
+    CHECK(!std::filesystem::exists("runs/somewhere"));  // rank 0's folder is the caller's to make
 }
 
 TEST_CASE("distributed losses: bad input gives the same one-line error on every rank") {

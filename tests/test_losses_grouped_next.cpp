@@ -671,7 +671,8 @@ TEST_CASE("margin_mse: hand backward equals finite differences, composition and 
     Generator generator(51);
     for (auto [rows, dim] : {BatchShape{1, 3}, BatchShape{2, 3}, BatchShape{5, 8}, BatchShape{9, 16}}) {
         CAPTURE(rows);
-        Tensor q = unit_rows(generator, rows, dim), p = unit_rows(generator, rows, dim), n = unit_rows(generator, rows, dim);
+        Tensor q = unit_rows(generator, rows, dim), p = unit_rows(generator, rows, dim);
+        Tensor n = unit_rows(generator, rows, dim);
         Tensor label = generator.uniform({rows}, Dtype::Float64, -1.0, 2.0);
         check_finite_differences(margin_mse_of(label), {q, p, n});
         check_same_at(margin_mse_of(label), composed_margin_mse_of(label), {q, p, n});
@@ -749,7 +750,8 @@ TEST_CASE("cosent: closed forms (one pair is a softplus; only the order of the l
     check_close_to(result.loss.item(), std::log1p(std::exp(s0 - s1)), 1e-15);  // log 2
     double slope = scale / (1 + std::exp(s1 - s0));                            // scale · sigmoid
     // dL/dx_0 = scale sigmoid y_0, dL/dx_1 = -scale sigmoid y_1
-    Tensor expected_dx = Tensor::from_vector({slope * 0.8, slope * 0.6, -slope * 0, -slope * 1}, {2, 2}, Dtype::Float64);
+    Tensor expected_dx =
+        Tensor::from_vector({slope * 0.8, slope * 0.6, -slope * 0, -slope * 1}, {2, 2}, Dtype::Float64);
     CHECK(relative_error(result.grads[0], expected_dx) < 1e-15);
     // Only the order of the labels matters, not their values.
     check_same_at(cosent_of(values_of({0.0, 1.0}), scale), cosent_of(values_of({-7.0, 2.5}), scale), {x, y}, 1e-15);
@@ -890,8 +892,8 @@ TEST_CASE("second-table losses: bad inputs are errors that name the input or par
         CHECK_ERROR_MENTIONS(losses::multi_positive_in(q, wide, qid, Var()), "q [4, 3] and p [4, 5]");
         CHECK_ERROR_MENTIONS(losses::multi_positive_in(Var(with_nan), p, qid, Var()), "q contains NaN");
         CHECK_ERROR_MENTIONS(losses::multi_positive_in(q, p, qid, Var(), 0.0), "parameter tau");
-        CHECK_ERROR_MENTIONS(losses::multi_positive_in(q, p, qid, Var::parameter(Tensor::full({2}, -2.0, Dtype::Float64))),
-                             "log_tau must have one element");
+        Var two_log_taus = Var::parameter(Tensor::full({2}, -2.0, Dtype::Float64));
+        CHECK_ERROR_MENTIONS(losses::multi_positive_in(q, p, qid, two_log_taus), "log_tau must have one element");
         CHECK_ERROR_MENTIONS(losses::multi_positive_in(q, Var(p.value().to(Dtype::Float32)), qid, Var()), "same dtype");
     }
     SUBCASE("relaxed_hard_negative") {
@@ -978,8 +980,8 @@ TEST_CASE("second-table losses: definitions take the spec's inputs and defaults 
         losses::LossDefinition definition = losses::margin_mse_definition();
         std::map<std::string, Tensor> example = definition.example(generator, 6, 4);
         Var loss = definition.compute(losses::make_arguments(definition, example, {}));
-        check_close_to(loss.value().item(), naive_margin_mse(example["q"], example["p"], example["n"], example["label"]),
-                       1e-12);
+        check_close_to(loss.value().item(),
+                       naive_margin_mse(example["q"], example["p"], example["n"], example["label"]), 1e-12);
         CHECK(definition.params.empty());
     }
     SUBCASE("cosent") {
@@ -988,7 +990,8 @@ TEST_CASE("second-table losses: definitions take the spec's inputs and defaults 
         Var loss = definition.compute(losses::make_arguments(definition, example, {{"scale", "7.5"}}));
         check_close_to(loss.value().item(), naive_cosent(example["x"], example["y"], example["label"], 7.5), 1e-12);
         Var defaults = definition.compute(losses::make_arguments(definition, example, {}));
-        check_close_to(defaults.value().item(), naive_cosent(example["x"], example["y"], example["label"], 20.0), 1e-12);
+        check_close_to(defaults.value().item(), naive_cosent(example["x"], example["y"], example["label"], 20.0),
+                       1e-12);
     }
 }
 

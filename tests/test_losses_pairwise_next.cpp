@@ -857,8 +857,8 @@ TEST_CASE("megabatch_margin: ties pick the lowest j, and only it gets the gradie
     std::vector<int64_t> hardest = hardest_negatives(a_tied, tied);
     CHECK(hardest[0] == 1);
     CHECK(hardest == naive_hardest(a_tied, tied));
-    // Only row 0 counts (margins chosen so rows 1, 2 are inactive is not needed: compare
-    // with the loops, which give p_2 nothing from row 0).
+    // Row 0's pull goes to p_1 alone, never split with p_2: the loops, which pick the lowest j,
+    // give the expected gradients exactly.
     LossAndGrads result = evaluate(hand_megabatch(0.0, 0.0), {a_tied, tied});
     std::vector<Tensor> expected = naive_megabatch_gradients(a_tied, tied, 0.0, 0.0);
     CHECK(relative_error(result.grads[0], expected[0]) < 1e-15);

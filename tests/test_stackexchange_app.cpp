@@ -80,8 +80,10 @@ TEST_CASE("generated site: paraphrasing is what makes it hard for BM25") {
     paraphrased.paraphrase_probability = 1.0;
     double literal_accuracy = bm25_accuracy_at_1(generated_dataset(literal, folder));
     double paraphrased_accuracy = bm25_accuracy_at_1(generated_dataset(paraphrased, folder));
-    CHECK(literal_accuracy > paraphrased_accuracy + 0.2);
-    CHECK(paraphrased_accuracy > 0.05);  // the topic's words still point the way
+    MESSAGE("BM25 accuracy@1: literal " << literal_accuracy << ", paraphrased " << paraphrased_accuracy);
+    CHECK(literal_accuracy > 0.5);
+    // Fully paraphrased, the question's own words appear only in other questions' answers.
+    CHECK(paraphrased_accuracy < literal_accuracy - 0.3);
 }
 
 TEST_CASE("generated site: options out of range are one line naming the option") {

@@ -9,6 +9,7 @@
 #include <set>
 #include <vector>
 
+#include "apps/code/cpp_functions.h"
 #include "data/python_miner.h"
 #include "engine/error.h"
 
@@ -88,13 +89,13 @@ std::string find_python_standard_library() {
 CodeCorpusLocation default_code_corpus() {
     std::string standard_library = find_python_standard_library();
     if (!standard_library.empty())
-        return {standard_library, fmt::format("the Python standard library of python3 ({})", standard_library)};
+        return {standard_library, fmt::format("the Python standard library of python3 ({})", standard_library), "python"};
 #ifdef NCE_SOURCE_ROOT
     std::string project = NCE_SOURCE_ROOT;
     std::error_code error_code;
     if (fs::is_directory(project, error_code))
-        return {project, fmt::format("the project's own Python files ({}): no python3 on PATH to find a standard "
-                                     "library; pass --data DIR for a larger corpus", project)};
+        return {project, fmt::format("the project's own C++ sources ({}): there is no python3 on PATH to find the "
+                                     "Python standard library", project), "cpp"};
 #endif
     fail("code: no python3 on PATH to find the Python standard library; pass --data DIR (a folder of .py files)");
 }
@@ -105,8 +106,12 @@ data::RetrievalDataset mine_code_corpus(const std::string& root, const CodeCorpu
               root);
     NCE_CHECK(options.split_by == "file" || options.split_by == "package",
               "code: split_by must be \"file\" or \"package\", got \"{}\"", options.split_by);
+    NCE_CHECK(options.language == "python" || options.language == "cpp",
+              "code: language must be \"python\" or \"cpp\", got \"{}\"", options.language);
     data::RetrievalDataset mined;
-    if (fs::is_directory(root, error_code)) {
+    if (options.language == "cpp") {
+        mined = mine_cpp_tree(root, false);
+    } else if (fs::is_directory(root, error_code)) {
         // Entry by entry, so the folders left out are never read at all.
         std::vector<fs::directory_entry> entries;
         for (fs::directory_iterator entry(root, error_code); !error_code && entry != fs::directory_iterator();
@@ -179,12 +184,16 @@ CodeCorpusOptions code_corpus_options_from_json(const nlohmann::json& settings, 
             options.split_by = value.get<std::string>();
             NCE_CHECK(options.split_by == "file" || options.split_by == "package",
                       "{}: app.split_by must be \"file\" or \"package\", got \"{}\"", source, options.split_by);
+        } else if (key == "language") {
+            NCE_CHECK(value.is_string() && (value == "python" || value == "cpp"),
+                      "{}: app.language must be \"python\" or \"cpp\", got {}", source, value.dump());
+            options.language = value.get<std::string>();
         } else if (key == "max_functions") {
             NCE_CHECK(value.is_number_integer() && value.get<int64_t>() >= 0,
                       "{}: app.max_functions must be an integer >= 0 (0: all)", source);
             options.max_functions = value.get<int64_t>();
         } else {
-            fail("{}: unknown code setting app.{}; known: require_docstring, skip_tests, split_by, max_functions", source,
+            fail("{}: unknown code setting app.{}; known: require_docstring, skip_tests, split_by, language, max_functions", source,
                  key);
         }
     }

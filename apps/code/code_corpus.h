@@ -5,9 +5,10 @@
 //   --data DIR       that folder (or one .py file)
 //   default          the standard library of the `python3` on PATH, found by asking it:
 //                    python3 -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])'
-//                    With no python3, the Python files of the project's own source tree
-//                    (NCE_SOURCE_ROOT at build time) are the corpus: a small one, so the run
-//                    still works, and it says so.
+//                    With no python3, the project's own C++ sources (NCE_SOURCE_ROOT at build
+//                    time), cut by apps/code/cpp_functions.h into signature + the comment
+//                    above it -> body; the run says so. "app": {"language": "cpp"} reads any
+//                    --data folder of C++ sources the same way.
 //
 // What is kept (CodeCorpusOptions), so the corpus is code a person wrote to be read:
 //   - the tree is mined entry by entry (data/python_miner.h); with skip_tests, the folders
@@ -32,6 +33,7 @@ struct CodeCorpusOptions {
     bool require_docstring = true;
     bool skip_tests = true;
     std::string split_by = "file";  // "file" or "package": what a split keeps on one side
+    std::string language = "python";  // "python" (data/python_miner.h) or "cpp" (apps/code/cpp_functions.h)
     int64_t max_functions = 0;      // keep the first this many (in path order); 0: all
 };
 
@@ -39,6 +41,7 @@ struct CodeCorpusOptions {
 struct CodeCorpusLocation {
     std::string root;
     std::string description;  // "the Python standard library of python3 (/usr/lib/python3.11)"
+    std::string language;     // "python" or "cpp"
 };
 
 // Asks `python3` on PATH for its standard library; empty when there is no python3 or it does
@@ -54,7 +57,7 @@ CodeCorpusLocation default_code_corpus();
 data::RetrievalDataset mine_code_corpus(const std::string& root, const CodeCorpusOptions& options);
 
 // Reads the options from the run's "app" settings ({"require_docstring": true, "skip_tests":
-// true, "split_by": "file", "max_functions": 0}); an unknown key or a wrong type throws
+// true, "split_by": "file", "language": "python", "max_functions": 0}); an unknown key or a wrong type throws
 // naming the key and `source`.
 CodeCorpusOptions code_corpus_options_from_json(const nlohmann::json& settings, const std::string& source);
 

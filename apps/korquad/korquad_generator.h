@@ -3,17 +3,21 @@
 // the real file (data/korquad_reader.h).
 //
 // Each article is one town (the title, e.g. "한솔시") with one paragraph per aspect
-// (history, geography, economy, culture, education and transport). A paragraph states
-// facts about the town in fixed sentence patterns, e.g. the history paragraph:
+// (history, geography, economy, culture, education and transport). A paragraph opens with
+// a sentence naming the town and states facts about it in fixed sentence patterns, among
+// filler sentences, e.g. the history paragraph:
 //
-//   "한솔시는 1923년에 처음 세워졌다. 1931년 김민준이 마을의 기틀을 마련하였다. ..."
+//   "한솔시의 역사는 매우 오래되었다. 한솔시는 1923년에 처음 세워졌다. 1931년 김민준이
+//    마을의 기틀을 마련하였다. ..."
 //
 // and each fact gives one question whose answer is the fact's value, asked in other words
 // than the paragraph uses (a paraphrase: 세워졌다 -> 만들어진, 기틀을 마련하였다 -> 기초를
-// 닦은), with the town's name carrying a different particle:
+// 닦은), with the town's name often carrying a different particle, and sometimes a detail
+// of the sentence (a year) that the paragraph has word for word:
 //
 //   "한솔시가 만들어진 해는 언제인가?"          answer "1923"
 //   "한솔시의 기초를 닦은 사람은 누구인가?"     answer "김민준"
+//   "1931년에 한솔시의 토대를 놓은 인물은?"     answer "김민준"
 //
 // Why it is learnable but not trivial: every paragraph of an article shares the town's name,
 // and paragraphs of one aspect share their sentence patterns across articles, so the words a

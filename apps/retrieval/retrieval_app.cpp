@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 
@@ -211,16 +212,19 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& config) {
     for (const std::string& text : passage_texts_of(splits.train)) tokenizer_texts.push_back(text);
     data::Tokenizer tokenizer = train_run_tokenizer(tokenizer_texts, config, config.output);
     fmt::print("tokenizer: {} pieces ({})\n", tokenizer.vocab_size(), files.tokenizer);
+    std::fflush(stdout);
 
     std::unique_ptr<nn::EmbeddingModel> untrained = make_text_encoder(config, tokenizer.vocab_size());
     std::unique_ptr<nn::EmbeddingModel> model = make_text_encoder(config, tokenizer.vocab_size());
     fmt::print("training a text_encoder (d_model {}, {} layers) with {} for {} steps of {} rows on {} threads\n",
                config.d_model, config.num_layers, config.loss, config.max_steps, config.batch_size, num_threads());
+    std::fflush(stdout);
     TrainingReport training = train_text_encoder(*model, tokenizer, splits.train, splits.validation, config, files);
     fmt::print("trained {} steps in {:.1f} s (last loss {:.4f}, best validation MRR@10 {:.3f})\n", training.result.steps,
                training.seconds, training.result.last_loss, training.result.best_metric.value_or(0.0));
     print_truncation("training queries", training.queries, config.max_query_length);
     print_truncation("training passages", training.passages, config.max_passage_length);
+    std::fflush(stdout);
 
     RunOutcome outcome = evaluate_on_split(app, config, tokenizer, untrained.get(), *model, "trained model",
                                            splits.validation, splits.test);
@@ -275,7 +279,7 @@ CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, i
     auto eval_checkpoint = std::make_shared<std::string>();
     evaluate->add_option("--checkpoint", *eval_checkpoint, "model checkpoint (default: <output>/model.safetensors)");
     evaluate->callback([app, eval_options, eval_checkpoint, &exit_code] {
-        run_eval(app, eval_options->resolve(), *eval_checkpoint);
+        run_eval(app, eval_options->resolve_over_run(), *eval_checkpoint);
         exit_code = 0;
     });
 
@@ -286,7 +290,7 @@ CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, i
     index->add_option("--checkpoint", *index_checkpoint, "model checkpoint (default: <output>/model.safetensors)");
     index->add_option("--index", *index_folder, "index folder to write (default: <output>/index)");
     index->callback([app, index_options, index_checkpoint, index_folder, &exit_code] {
-        RunConfig config = index_options->resolve();
+        RunConfig config = index_options->resolve_over_run();
         RunFiles files(config.output);
         std::string checkpoint = index_checkpoint->empty() ? files.model : *index_checkpoint;
         std::unique_ptr<nn::EmbeddingModel> model = load_text_encoder(checkpoint);

@@ -289,19 +289,35 @@ bool RunConfigOptions::given(const std::string& field) const {
     return found != options_.end() && found->second->count() > 0;
 }
 
-RunConfig RunConfigOptions::resolve() const {
-    RunConfig config = defaults_;
-    if (!config_path_.empty()) {
-        std::ifstream file(config_path_);
-        NCE_CHECK(file.good(), "--config {}: cannot open the file (check the path)", config_path_);
-        nlohmann::json json;
-        try {
-            json = nlohmann::json::parse(file);
-        } catch (const nlohmann::json::exception& error) {
-            fail("--config {}: not valid JSON ({}); fix the file", config_path_, error.what());
-        }
-        apply_run_config_json(config, json, config_path_);
+namespace {
+
+// A JSON config file, read whole; one line naming `flag` and the file when that fails.
+nlohmann::json read_config_file(const std::string& path, const std::string& flag) {
+    std::ifstream file(path);
+    NCE_CHECK(file.good(), "{} {}: cannot open the file (check the path)", flag, path);
+    try {
+        return nlohmann::json::parse(file);
+    } catch (const nlohmann::json::exception& error) {
+        fail("{} {}: not valid JSON ({}); fix the file", flag, path, error.what());
     }
+}
+
+}  // namespace
+
+RunConfig RunConfigOptions::resolve() const { return resolve_from(defaults_); }
+
+RunConfig RunConfigOptions::resolve_over_run() const {
+    RunConfig first = resolve();  // where the output folder is
+    std::string run_config = RunFiles(first.output).config;
+    if (!fs::is_regular_file(run_config)) return first;
+    RunConfig base = defaults_;
+    apply_run_config_json(base, read_config_file(run_config, "run config"), run_config);
+    base.output = first.output;
+    return resolve_from(base);
+}
+
+RunConfig RunConfigOptions::resolve_from(RunConfig config) const {
+    if (!config_path_.empty()) apply_run_config_json(config, read_config_file(config_path_, "--config"), config_path_);
     nlohmann::json flags = nlohmann::json::object();
     nlohmann::json current = run_config_to_json(config);
     for (const auto& [field, help] : field_help()) {

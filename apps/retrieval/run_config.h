@@ -91,10 +91,18 @@ public:
     // defaults <- the --config file <- the flags given; validated. Throws nce::Error on a
     // missing or malformed config file (naming it) or a bad value (naming the flag).
     RunConfig resolve() const;
+    // For commands that work on a finished run (eval, index): like resolve(), but the run's
+    // own <output>/config.json, when there is one, comes between the defaults and --config,
+    // so they take the seed, split, data and lengths that train used:
+    //   defaults <- <output>/config.json <- --config file <- flags
+    RunConfig resolve_over_run() const;
     // Whether the flag for `field` ("data", "seed", ...) was given on the command line.
     bool given(const std::string& field) const;
 
 private:
+    // `base` <- the --config file <- the flags given; validated.
+    RunConfig resolve_from(RunConfig base) const;
+
     RunConfig defaults_;
     std::string config_path_;
     std::map<std::string, std::string> values_;        // field -> text given on the command line

@@ -12,7 +12,7 @@ F.cross_entropy), and autograd does the backward:
                        b = l[:, :N]^T (= p q^T / tau) without negatives, p q^T / tau with them
 
 One run: fresh leaves, the loss, backward(). Warm-up runs (default 1) are left out of the
-median; peak_rss_mib is the process's peak resident set (getrusage ru_maxrss), as on the
+median; median_cpu_ms is the process's CPU time per run (all threads); peak_rss_mib is the process's peak resident set (getrusage ru_maxrss), as on the
 nce side. Run with Debian's /usr/bin/python3 (python3-torch). For PyTorch at its best on
 this machine, unset OPENBLAS_CORETYPE and set ATEN_CPU_CAPABILITY=avx512 and
 OMP_WAIT_POLICY=PASSIVE before starting it (benchmarks/run_performance.sh does).
@@ -94,11 +94,13 @@ def main():
     loss = 0.0
     for _ in range(options.warmup):
         loss = run_once()
-    milliseconds = []
+    milliseconds, cpu_milliseconds = [], []
     for _ in range(options.reps):
+        cpu_start = time.process_time()
         start = time.perf_counter()
         loss = run_once()
         milliseconds.append((time.perf_counter() - start) * 1000.0)
+        cpu_milliseconds.append((time.process_time() - cpu_start) * 1000.0)
 
     flops = 6.0 * options.n * (options.n + options.neg) * options.d
     median = statistics.median(milliseconds)
@@ -106,6 +108,7 @@ def main():
         "bench": "loss", "side": "torch", "name": options.name, "n": options.n, "d": options.d,
         "neg": options.neg, "dtype": options.dtype, "threads": torch.get_num_threads(),
         "reps": options.reps, "median_ms": median, "min_ms": min(milliseconds),
+        "median_cpu_ms": statistics.median(cpu_milliseconds),
         "gemm_gflop": flops / 1e9, "gemm_gflop_per_s": flops / 1e9 / (median / 1000.0),
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         "blas_core": blas_core(), "torch": torch.__version__,

@@ -6,6 +6,8 @@
 namespace nce::cpu {
 namespace {
 
+constexpr int64_t kSingleThreadedBlasSize = 4 * 65536;  // OpenBLAS: GEMM_MULTITHREAD_THRESHOLD · SMP_THRESHOLD_MIN
+
 template <typename T>
 void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, const T* b, T beta, T* c) {
     auto op_a = ta ? CblasTrans : CblasNoTrans, op_b = tb ? CblasTrans : CblasNoTrans;
@@ -39,10 +41,21 @@ void CpuBackend::gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, Tensor
             blas_gemm<T>(false, tb, batch * m, n, k, (T)alpha, a_data, b_data, (T)beta, c_data);
             return;
         }
-        for (int64_t i = 0; i < batch; ++i) {
-            blas_gemm<T>(ta, tb, m, n, k, (T)alpha, a_data + (a_batched ? i * m * k : 0),
-                         b_data + (b_batched ? i * k * n : 0), (T)beta, c_data + i * m * n);
-        }
+        auto gemm_entries = [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i) {
+                blas_gemm<T>(ta, tb, m, n, k, (T)alpha, a_data + (a_batched ? i * m * k : 0),
+                             b_data + (b_batched ? i * k * n : 0), (T)beta, c_data + i * m * n);
+            }
+        };
+        // OpenBLAS runs a product of m·n·k <= 262144 (4 · 65536, its multithreading
+        // threshold) on the calling thread alone, so a batch of such products, an
+        // attention's per-head [T, T] products, would leave the other cores idle: split the
+        // batch over the engine's threads instead. Each entry is one whole call on one thread,
+        // so the numbers do not depend on the split.
+        if (batch > 1 && m * n * k <= kSingleThreadedBlasSize)
+            parallel_for(batch, 1, gemm_entries);
+        else
+            gemm_entries(0, batch);
     });
 }
 
