@@ -23,6 +23,13 @@
 // time on a busy machine includes waiting for a core; CPU time much less so).
 // The first `--warmup` steps (default 1) fill the allocator's caches and create AdamW's
 // moments and are left out of the timing.
+//
+// Under `mpirun -np K nce bench step ...` (distributed/) the B rows are the global batch:
+// each process encodes its slice, the loss gathers the other processes' embeddings
+// (distributed::infonce, distributed::infonce_symmetric) and the parameter gradients are
+// summed over the processes before the AdamW step. Rank 0 prints the line, adding
+// "processes" and "bytes_per_step" (what each process sends per step, counted by
+// distributed/collectives.h; docs/scaling.md); samples_per_s counts the global batch.
 #include <fmt/core.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -36,6 +43,11 @@
 #include <vector>
 
 #include "apps/commands.h"
+#include "distributed/collectives.h"
+#include "distributed/data_parallel.h"
+#include "distributed/distributed_losses.h"
+#include "distributed/sharding.h"
+#include "distributed/world.h"
 #include "engine/nce.h"
 #include "losses/infonce.h"
 #include "losses/infonce_symmetric.h"
@@ -105,15 +117,19 @@ struct StepRunner {
         optimizer->zero_grad();
         Var loss;
         Var queries = model->encode(query_input, query_mask, &dropout);  // [B, d]
+        const bool several_processes = distributed::world().size() > 1;  // under mpirun: this process's rows
         if (targets.defined()) {
-            loss = losses::infonce(queries, targets, Var(), *model->log_tau());
+            loss = several_processes ? distributed::infonce(queries, targets, Var(), *model->log_tau())
+                                     : losses::infonce(queries, targets, Var(), *model->log_tau());
         } else {
             Var passages = model->encode(passage_input, passage_mask, &dropout);  // [B, d]
-            loss = losses::infonce_symmetric(queries, passages, Var(), Var(), 0.05);
+            loss = several_processes ? distributed::infonce_symmetric(queries, passages, Var(), Var(), 0.05)
+                                     : losses::infonce_symmetric(queries, passages, Var(), Var(), 0.05);
         }
         loss.backward();
+        distributed::all_reduce_gradients(*model);  // the sum over processes; nothing with one
         optimizer->step();
-        return loss.value().item();
+        return distributed::global_loss(loss);
     }
 };
 
@@ -133,6 +149,18 @@ StepRunner make_runner(const std::string& model_name, int64_t batch, int64_t seq
         runner.query_input = random_token_ids(batch, seq, data);
         runner.passage_input = random_token_ids(batch, seq, data);
         runner.passage_mask = runner.query_mask;
+    }
+    if (distributed::world().size() > 1) {
+        // Rank 0's weights everywhere (made from the same seed, but this is the rule), and
+        // this process's slice of the global batch.
+        distributed::broadcast_parameters(*runner.model);
+        runner.query_input = distributed::local_slice(runner.query_input);
+        runner.query_mask = distributed::local_slice(runner.query_mask);
+        if (runner.targets.defined()) runner.targets = Var(distributed::local_slice(runner.targets.value()));
+        if (runner.passage_input.defined()) {
+            runner.passage_input = distributed::local_slice(runner.passage_input);
+            runner.passage_mask = distributed::local_slice(runner.passage_mask);
+        }
     }
     return runner;
 }
@@ -162,11 +190,15 @@ int run(const BenchStepOptions& options) {
     const int64_t batch = options.batch > 0 ? options.batch : (sig ? 64 : 32);
     const int64_t seq = options.seq > 0 ? options.seq : (sig ? 64 : 32);
     NCE_CHECK(batch >= 2, "bench step: --batch {} is too small; InfoNCE needs at least 2 rows", batch);
+    NCE_CHECK(batch >= distributed::world().size(),
+              "bench step: --batch {} is smaller than the {} processes; give each at least one row", batch,
+              distributed::world().size());
     if (options.threads > 0) set_num_threads(options.threads);
 
     StepRunner runner = make_runner(options.model, batch, seq);
     double loss = 0;
     for (int w = 0; w < options.warmup; ++w) loss = runner.step();
+    distributed::reset_communication_stats();
     std::vector<double> milliseconds, cpu_milliseconds;
     for (int r = 0; r < options.reps; ++r) {
         const double cpu_start = process_cpu_milliseconds();
@@ -175,7 +207,7 @@ int run(const BenchStepOptions& options) {
         milliseconds.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
         cpu_milliseconds.push_back(process_cpu_milliseconds() - cpu_start);
     }
-    NCE_CHECK(std::isfinite(loss), "bench step: the loss became {} ; the benchmark's inputs or the build are broken", loss);
+    NCE_CHECK(std::isfinite(loss), "bench step: the loss became {}; the benchmark's inputs or the build are broken", loss);
     std::vector<double> sorted = milliseconds;
     std::sort(sorted.begin(), sorted.end());
     const double median = median_of(milliseconds);
@@ -198,6 +230,10 @@ int run(const BenchStepOptions& options) {
     line["cpu_ms"] = median_of(cpu_milliseconds);
     line["last_loss"] = loss;
     line["times_ms"] = milliseconds;
+    if (distributed::world().size() > 1) {
+        line["processes"] = distributed::world().size();
+        line["bytes_per_step"] = distributed::communication_stats().total().ring_bytes / options.reps;
+    }
     fmt::print("{}\n", line.dump());
     return 0;
 }

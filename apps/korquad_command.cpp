@@ -67,6 +67,7 @@ retrieval::RetrievalApp korquad_app() {
     defaults.app = {{"articles", 300}};
     app.bm25_variants = {retrieval::LexicalTokens::Whitespace, retrieval::LexicalTokens::WhitespaceAndBigrams};
     app.chunk_overlap = 24;
+    app.chunked_passages = true;  // KorQuAD contexts run long: the model reads them whole, in chunks
     app.load_dataset = load_korquad;
     app.extra_results = [](const retrieval::RunConfig& config) {
         nlohmann::json facts = {{"task", "question -> paragraph, split by article"}};

@@ -31,14 +31,17 @@ retrieval::RunConfig stackexchange_defaults() {
     config.max_query_length = 48;
     config.max_passage_length = 64;
     config.loss = "multi_positive";   // every answer of a question is a positive
+    // Triplet's negative: another question's best answer. A lower-ranked answer of the same
+    // question (hard_negative, mixed) is still one of its answers, relevant in evaluation.
+    config.triplet_negatives = "in_batch";
     config.batch_size = 32;
-    config.learning_rate = 5e-3;
-    config.max_steps = 600;
-    config.evaluate_every = 100;
+    config.learning_rate = 1e-2;     // a small model learns the paraphrases faster at this rate
+    config.max_steps = 1200;
+    config.evaluate_every = 200;
     return config;
 }
 
-constexpr int64_t compare_steps = 250;  // per loss in `compare`
+constexpr int64_t compare_steps = 400;  // per loss in `compare`
 
 retrieval::RetrievalApp stackexchange_app() {
     retrieval::RetrievalApp app;
@@ -73,7 +76,7 @@ void add_stackexchange_command(CLI::App& app, int& exit_code) {
         "views (overall, in-batch, hard-negative) beside BM25 and a hybrid; writes <output>/compare/");
     retrieval::RunConfig defaults = stackexchange.defaults;
     defaults.max_steps = compare_steps;
-    defaults.evaluate_every = 125;
+    defaults.evaluate_every = 200;
     cli->options.add_to(*compare, defaults);
     compare->callback([cli, &exit_code]() {
         stackexchange::run_loss_comparison(stackexchange, cli->options.resolve());

@@ -19,7 +19,8 @@ every target passes):
   1. infonce and infonce_symmetric forward+backward, d = 384, N in {1024, 4096, 16384}: at
      N = 4096, nce reaches 70% of the fp32 peak (--peak-gflops, default 480 for 2 cores of
      this machine, scaled by threads / 2) counted on the three N·N·d GEMMs.
-  2. infonce at N = 65536, d = 384 (memory-bounded logits): nce's peak RSS within 2 GiB.
+  2. infonce at N = 65536, d = 384 (memory-bounded logits): nce's peak RSS within 2 GiB
+     (one repetition, no warm-up: about 10 TFLOP, half a minute or more).
   3. sig_predictor step (B 64, T 64): nce samples/s >= 1.7 x PyTorch's, peak RSS <= PyTorch's.
   4. text_encoder step (B 32, T 32): nce samples/s >= 2 x PyTorch's.
   5. cost growth: time against N for the loss, against B and T for the sig_predictor step,
@@ -103,8 +104,9 @@ class Runner:
             return {"missing": f"benchmarks/peer/{kind}_peer.py does not exist yet"}
         return self._run(["/usr/bin/python3", script] + options, self.torch_env, f"{kind}_peer.py")
 
-    def pair(self, kind, options, torch_too=True):
-        common = options + ["--threads", str(self.arguments.threads), "--reps", str(self.arguments.reps)]
+    def pair(self, kind, options, torch_too=True, reps=None):
+        reps = reps or self.arguments.reps
+        common = options + ["--threads", str(self.arguments.threads), "--reps", str(reps)]
         nce = self.nce_side(kind, common)
         torch = self.torch_side(kind, common) if torch_too else {"missing": "not run (would not fit in memory)"}
         self.records.append({"kind": kind, "options": options, "nce": nce, "torch": torch})
@@ -249,7 +251,8 @@ def main():
     # 2: the memory-bounded logits.
     if not arguments.skip_large:
         print(f"2. infonce at N = {LARGE_N}, d = {LOSS_DIM}: peak memory (PyTorch not run: its logits alone are 16 GiB)")
-        nce, _ = runner.pair("loss", ["infonce", "--n", str(LARGE_N), "--d", str(LOSS_DIM)], torch_too=False)
+        nce, _ = runner.pair("loss", ["infonce", "--n", str(LARGE_N), "--d", str(LOSS_DIM), "--warmup", "0"],
+                             torch_too=False, reps=1)
         table(["loss", "N", "nce ms", "nce peak MiB", "limit MiB"],
               [["infonce", LARGE_N, number(nce.get("median_ms"), "{:.0f}"), number(nce.get("peak_rss_mib"), "{:.0f}"),
                 2048]])

@@ -71,7 +71,15 @@ WorldSession::WorldSession(int& argc, char**& argv, Mode mode) {
 #else
     (void)argc;
     (void)argv;
-    (void)mode;
+    // Several copies started by mpirun, each believing it is the only process, would all
+    // write the same files: stop them with the fix instead.
+    const char* launched_size = std::getenv("OMPI_COMM_WORLD_SIZE");
+    if (launched_size == nullptr) launched_size = std::getenv("PMI_SIZE");
+    if (mode == Mode::WhenLaunched && launched_size != nullptr && std::atoi(launched_size) > 1) {
+        fmt::print(stderr, "nce: error: started as one of {} processes by an MPI launcher, but this build has no MPI; "
+                   "install libopenmpi-dev and reconfigure with -Dmpi=enabled, or run one process\n", launched_size);
+        std::exit(1);
+    }
 #endif
 }
 

@@ -140,7 +140,7 @@ expect_exit_zero "code search"
 expect_in "$stdout" "^ 3\\. [0-9.-]+ " "search prints three hits with scores"
 
 # ---- the sig_predictor on teacher features ----
-run code make-features --out "$scratch/features" --functions 400 --seed 3
+run code make-features --out "$scratch/features" --functions 400 --seed 3 --noise 3
 expect_exit_zero "code make-features"
 for file in signature_features.npy signature_mask.npy body_embeddings.npy groups.npy; do
     if [[ -s "$scratch/features/$file" ]]; then pass "make-features wrote $file"; else fail "make-features did not write $file"; fi

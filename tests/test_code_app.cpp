@@ -8,6 +8,7 @@
 #include <set>
 
 #include "apps/code/code_corpus.h"
+#include "apps/code/cpp_functions.h"
 #include "apps/code/teacher_features.h"
 #include "apps/code/whole_corpus_split.h"
 #include "apps/retrieval/rankings.h"
@@ -111,6 +112,63 @@ TEST_CASE("code corpus: documented functions outside the tests, one per distinct
                          doctest::Contains("unknown code setting app.splitby"), Error);
     fs::remove_all(root);
     fs::remove_all(empty);
+}
+
+TEST_CASE("C++ fallback corpus: namespace-level functions with the comment above, bodies dedented") {
+    fs::path root = fresh_folder("cpp");
+    write_file(root / "engine" / "scale.cpp", R"source(#include <string>
+namespace nce {
+namespace {
+
+// Doubles x.
+// Twice, exactly.
+int twice(int x) {
+    // a comment inside
+    return 2 * x;  // "}" in a comment
+}
+
+}  // namespace
+
+struct Point {
+    int x;
+    int norm() const { return x; }
+};
+
+const char* label = "{ not a block (";
+
+int undocumented(int y) {
+    if (y > 0) {
+        return y;
+    }
+    return -y;
+}
+
+// A raw string holds braces.
+std::string text_of(
+    int z) {
+    std::string raw = R"x({"a": 1})x";
+    return raw + '}' + std::to_string(z);
+}
+
+}  // namespace nce
+)source");
+    write_file(root / "build-x" / "skipped.cpp", "// Skipped.\nint skipped() {\n    return 1;\n}\n");
+    data::RetrievalDataset functions = apps::code::mine_cpp_tree(root.string(), false);
+    std::vector<std::string> ids;
+    for (const data::Query& query : functions.queries) ids.push_back(query.id);
+    CHECK(ids == std::vector<std::string>{"engine/scale.cpp:7:twice", "engine/scale.cpp:21:undocumented",
+                                          "engine/scale.cpp:29:text_of"});
+    REQUIRE(functions.queries.size() == 3);
+    CHECK(functions.queries[0].text == "int twice(int x)\nDoubles x.\nTwice, exactly.");
+    CHECK(functions.passages[0].text == "// a comment inside\nreturn 2 * x;  // \"}\" in a comment");
+    CHECK(functions.queries[1].text == "int undocumented(int y)");
+    CHECK(functions.passages[1].text == "if (y > 0) {\n    return y;\n}\nreturn -y;");
+    CHECK(functions.queries[2].text == "std::string text_of( int z)\nA raw string holds braces.");
+    CHECK(functions.queries[0].group == "engine/scale.cpp");
+    CHECK(apps::code::mine_cpp_tree(root.string(), true).queries.size() == 2);
+    CHECK_THROWS_WITH_AS(apps::code::mine_cpp_tree((root / "none").string(), false), doctest::Contains("no such folder"),
+                         Error);
+    fs::remove_all(root);
 }
 
 TEST_CASE("whole-corpus split: test queries keep their own body among every body of the corpus") {

@@ -134,7 +134,9 @@ std::vector<CppFunction> find_cpp_functions(const std::string& source) {
         if (c != ' ' && c != '\t' && c != '\r') line_has_code = true;
         if (c == 'R' && i + 1 < n && source[i + 1] == '"') {  // R"delimiter( ... )delimiter"
             size_t open = source.find('(', i);
-            std::string closing = ")" + source.substr(i + 2, open - i - 2) + "\"";
+            std::string closing = ")";  // ")delimiter\""
+            closing.append(source, i + 2, open - i - 2);
+            closing += '"';
             size_t end = source.find(closing, open);
             end = end == std::string::npos ? n : end + closing.size();
             line += static_cast<int>(std::count(source.begin() + static_cast<std::ptrdiff_t>(i),
@@ -184,7 +186,10 @@ std::vector<CppFunction> find_cpp_functions(const std::string& source) {
                     current.name = function_name(signature);
                     current.line = header_line;
                     if (comment_last_line == header_line - 1)
-                        for (const std::string& text : comment) current.comment += (current.comment.empty() ? "" : "\n") + text;
+                        for (const std::string& text : comment) {
+                            if (!current.comment.empty()) current.comment += '\n';
+                            current.comment += text;
+                        }
                     body_start = i + 1;
                 }
             }

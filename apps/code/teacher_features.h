@@ -53,7 +53,7 @@ struct SyntheticFeatureOptions {
     int64_t output_dim = 32;
     int64_t topic_dim = 16;      // k
     int64_t group_size = 10;     // functions per group
-    double noise = 2.0;
+    double noise = 10.0;
     uint64_t seed = 13;
 };
 

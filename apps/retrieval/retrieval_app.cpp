@@ -6,11 +6,15 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <set>
 
 #include "apps/retrieval/passage_index.h"
 #include "apps/retrieval/svg_charts.h"
 #include "apps/retrieval/text_model.h"
+#include "distributed/rank_output_folder.h"
+#include "distributed/world.h"
 #include "engine/error.h"
 #include "engine/threads.h"
 
@@ -32,6 +36,25 @@ std::vector<std::string> passage_texts_of(const data::RetrievalDataset& dataset)
     std::vector<std::string> texts;
     for (const data::Passage& passage : dataset.passages) texts.push_back(passage.text);
     return texts;
+}
+
+// Chunk rankings -> passage rankings: a passage takes the score of its best chunk (its first
+// appearance in the best-first chunk list); at most `depth` passages.
+RankedLists best_chunk_rankings(const RankedLists& by_chunk, const std::vector<PassageChunk>& chunks, int64_t depth) {
+    RankedLists by_passage;
+    by_passage.passages.resize(by_chunk.passages.size());
+    by_passage.scores.resize(by_chunk.passages.size());
+    for (size_t q = 0; q < by_chunk.passages.size(); ++q) {
+        std::set<int64_t> seen;
+        for (size_t r = 0; r < by_chunk.passages[q].size(); ++r) {
+            int64_t passage = chunks[static_cast<size_t>(by_chunk.passages[q][r])].passage;
+            if (!seen.insert(passage).second) continue;
+            by_passage.passages[q].push_back(passage);
+            by_passage.scores[q].push_back(by_chunk.scores[q][r]);
+            if (static_cast<int64_t>(by_passage.passages[q].size()) == depth) break;
+        }
+    }
+    return by_passage;
 }
 
 std::string bm25_row_name(LexicalTokens tokens) { return fmt::format("BM25 ({})", lexical_tokens_name(tokens)); }
@@ -72,7 +95,8 @@ void report(const RetrievalApp& app, const RunConfig& config, const RunFiles& fi
                        {"chosen_on", "validation MRR@10"},
                        {"validation_mrr@10", outcome.fusion.validation_mrr}};
     extra["truncated"] = {{"test_queries", outcome.test_queries.truncated},
-                          {"test_passages", outcome.test_passages.truncated},
+                          {"test_passages", app.chunked_passages ? 0 : outcome.test_passages.truncated},
+                          {"test_passages_read_in_chunks", outcome.test_passages_in_chunks},
                           {"max_query_length", config.max_query_length},
                           {"max_passage_length", config.max_passage_length}};
     if (trained) {
@@ -101,7 +125,12 @@ void report(const RetrievalApp& app, const RunConfig& config, const RunFiles& fi
                "{:.3f})\n",
                outcome.fusion.dense_weight, 1 - outcome.fusion.dense_weight, outcome.fusion.validation_mrr);
     print_truncation("test queries", outcome.test_queries, config.max_query_length);
-    print_truncation("test passages", outcome.test_passages, config.max_passage_length);
+    if (app.chunked_passages)
+        fmt::print("the model read the {} test passages longer than {} tokens in overlapping chunks ({} tokens of "
+                   "overlap), each passage scoring as its best chunk\n",
+                   outcome.test_passages_in_chunks, config.max_passage_length, app.chunk_overlap);
+    else
+        print_truncation("test passages", outcome.test_passages, config.max_passage_length);
     fmt::print("wrote {} (results.json, metrics.svg{}) in {:.1f} s\n", files.output,
                trained ? ", training_curves.svg, model.safetensors, tokenizer.model, train_log.jsonl" : "",
                outcome.seconds);
@@ -154,18 +183,36 @@ RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, c
     std::vector<std::string> validation_queries = query_texts_of(validation),
                              validation_passages = passage_texts_of(validation);
     eval::Bm25Parameters bm25{config.bm25_k1, config.bm25_b};
-    auto dense = [&](nn::EmbeddingModel& encoder, const std::vector<std::string>& queries,
-                     const std::vector<std::string>& passages, TruncationCount* query_count,
-                     TruncationCount* passage_count) {
-        Tensor q = encode_texts(encoder, tokenizer, queries, config.max_query_length, config.encode_batch_size, query_count);
-        Tensor p = encode_texts(encoder, tokenizer, passages, config.max_passage_length, config.encode_batch_size,
+    // The model's rankings of a split; with app.chunked_passages a passage scores as its best chunk.
+    auto dense = [&](nn::EmbeddingModel& encoder, const data::RetrievalDataset& split, TruncationCount* query_count,
+                     TruncationCount* passage_count, int64_t* passages_in_chunks) {
+        Tensor q = encode_texts(encoder, tokenizer, query_texts_of(split), config.max_query_length,
+                                config.encode_batch_size, query_count);
+        if (!app.chunked_passages) {
+            Tensor p = encode_texts(encoder, tokenizer, passage_texts_of(split), config.max_passage_length,
+                                    config.encode_batch_size, passage_count);
+            return dense_rankings(q, p, config.candidate_depth);
+        }
+        std::vector<PassageChunk> chunks =
+            chunk_passages(split.passages, tokenizer, config.max_passage_length, app.chunk_overlap);
+        NCE_CHECK(!chunks.empty(), "evaluation: no passage of the split gives a token");
+        std::vector<std::string> chunk_texts;
+        for (const PassageChunk& chunk : chunks) chunk_texts.push_back(chunk.text);
+        if (passages_in_chunks) {
+            std::map<int64_t, int64_t> chunks_of_passage;
+            for (const PassageChunk& chunk : chunks) ++chunks_of_passage[chunk.passage];
+            for (const auto& [passage, count] : chunks_of_passage) *passages_in_chunks += count > 1 ? 1 : 0;
+        }
+        Tensor p = encode_texts(encoder, tokenizer, chunk_texts, config.max_passage_length, config.encode_batch_size,
                                 passage_count);
-        return dense_rankings(q, p, config.candidate_depth);
+        return best_chunk_rankings(dense_rankings(q, p, std::min<int64_t>(static_cast<int64_t>(chunks.size()),
+                                                                          8 * config.candidate_depth)),
+                                   chunks, config.candidate_depth);
     };
 
     if (untrained)
         outcome.table.rows.push_back(
-            score_rankings("untrained model", dense(*untrained, test_queries, test_passages, nullptr, nullptr),
+            score_rankings("untrained model", dense(*untrained, test, nullptr, nullptr, nullptr),
                            test_relevant, columns));
     // Every BM25 variant on test; the one best on validation is the hybrid's lexical side.
     LexicalTokens best_tokens = app.bm25_variants.front();
@@ -184,9 +231,10 @@ RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, c
             best_validation_lexical = std::move(on_validation);
         }
     }
-    RankedLists model_test = dense(model, test_queries, test_passages, &outcome.test_queries, &outcome.test_passages);
+    RankedLists model_test =
+        dense(model, test, &outcome.test_queries, &outcome.test_passages, &outcome.test_passages_in_chunks);
     outcome.table.rows.push_back(score_rankings(model_row, model_test, test_relevant, columns));
-    RankedLists model_validation = dense(model, validation_queries, validation_passages, nullptr, nullptr);
+    RankedLists model_validation = dense(model, validation, nullptr, nullptr, nullptr);
     outcome.fusion = choose_fusion_weight(best_validation_lexical, model_validation, validation_relevant);
     outcome.table.rows.push_back(
         score_rankings(fmt::format("hybrid (BM25 {} + {})", lexical_tokens_name(best_tokens), model_row),
@@ -194,7 +242,12 @@ RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, c
     return outcome;
 }
 
-RunOutcome run_train(const RetrievalApp& app, const RunConfig& config) {
+RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
+    // Under `mpirun -np K` every process runs this; only rank 0 writes the run's folder, the
+    // others write what they must into a scratch folder of their own (distributed/).
+    distributed::RankOutputFolder output(given_config.output);
+    RunConfig config = given_config;
+    config.output = output.path();
     auto start = Clock::now();
     RunFiles files(config.output);
     // Data first: bad data stops the run before it writes anything of its own.
@@ -225,6 +278,11 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& config) {
     print_truncation("training queries", training.queries, config.max_query_length);
     print_truncation("training passages", training.passages, config.max_passage_length);
     std::fflush(stdout);
+    if (!distributed::is_main_rank()) {  // rank 0 evaluates and reports
+        RunOutcome trained_only;
+        trained_only.training = training;
+        return trained_only;
+    }
 
     RunOutcome outcome = evaluate_on_split(app, config, tokenizer, untrained.get(), *model, "trained model",
                                            splits.validation, splits.test);

@@ -41,7 +41,11 @@ struct RetrievalApp {
     RunConfig defaults;       // output "runs/<name>" and the app's sizes and budget
     std::vector<LexicalTokens> bm25_variants = {LexicalTokens::Whitespace};
     bool with_rank_at_k = false;  // add rank@1 and rank@10 columns (code)
-    int64_t chunk_overlap = 32;   // `index`: tokens shared by neighbouring chunks
+    int64_t chunk_overlap = 32;   // `index` (and chunked evaluation): tokens shared by neighbouring chunks
+    // Evaluate the model with each passage cut into chunks of max_passage_length tokens (as
+    // `index` does) and scored as its best chunk, so a long passage is read whole instead of
+    // truncated; false: each passage is encoded once, truncated at max_passage_length.
+    bool chunked_passages = false;
     // The data set of a run: config.data when set, else the app's generated default (which
     // it may write into config.output, e.g. the generated KorQuAD JSON). Must throw nce::Error
     // naming the file on missing or malformed data.
@@ -59,6 +63,7 @@ struct RunOutcome {
     TrainingReport training;        // empty for eval
     TruncationCount test_queries;   // test texts beyond the maximum lengths
     TruncationCount test_passages;
+    int64_t test_passages_in_chunks = 0;  // with app.chunked_passages: test passages read as several chunks
     double seconds = 0;             // the whole run
 };
 

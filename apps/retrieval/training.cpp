@@ -2,12 +2,17 @@
 // nn::Trainer.
 #include "apps/retrieval/training.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 
 #include "apps/retrieval/rankings.h"
 #include "data/batching.h"
+#include "distributed/data_parallel.h"
+#include "distributed/distributed_losses.h"
+#include "distributed/sharding.h"
+#include "distributed/world.h"
 #include "engine/error.h"
 #include "losses/losses.h"
 #include "nn/checkpoint.h"
@@ -49,7 +54,11 @@ data::BatchStrategy strategy_for(const std::string& loss) {
 }
 
 // The fewest rows a batch needs for the loss: in-batch losses need two.
-size_t minimum_rows(const std::string& loss) { return loss == "triplet" || loss == "listwise" ? 1 : 2; }
+// Under mpirun every process embeds at least one row of each batch.
+size_t minimum_rows(const std::string& loss) {
+    size_t rows = loss == "triplet" || loss == "listwise" ? 1 : 2;
+    return std::max(rows, static_cast<size_t>(distributed::world().size()));
+}
 
 // One epoch's usable batches (seeded by the epoch, so a step's batch depends on its position only).
 std::vector<data::Batch> usable_batches(const data::RetrievalDataset& train, const RunConfig& config, int64_t epoch) {
@@ -72,11 +81,33 @@ Var embed(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, const std
     return model.encode(encoded.ids, encoded.mask, &generator);
 }
 
+// Under `mpirun -np K` (distributed/): this process embeds its slice of the batch's rows and
+// the distributed loss gathers the other processes' embeddings, so every row of the batch
+// is a negative for every other, as on one process; the value is this process's share.
+// The in-batch losses infonce and infonce_symmetric run this way.
+Var distributed_batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, const data::Batch& batch,
+                           const data::RetrievalDataset& train, const RunConfig& config,
+                           const std::map<std::string, std::string>& parameters, Generator& generator) {
+    const std::string& loss = config.loss;
+    NCE_CHECK(loss == "infonce" || loss == "infonce_symmetric",
+              "training: loss {} does not run on several processes; use infonce or infonce_symmetric, or run one "
+              "process", loss);
+    data::Batch local = batch;
+    local.rows = distributed::local_slice(batch.rows);
+    Var q = embed(model, tokenizer, data::query_texts(local, train), config.max_query_length, generator);
+    Var p = embed(model, tokenizer, data::passage_texts(local, train), config.max_passage_length, generator);
+    double tau = number(parameters, "tau", loss);
+    return loss == "infonce" ? distributed::infonce(q, p, Var(), Var(), tau)
+                             : distributed::infonce_symmetric(q, p, Var(), Var(), tau);
+}
+
 // The batch's loss, by the table in training.h.
 Var batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, const data::Batch& batch,
                const data::RetrievalDataset& train, const RunConfig& config,
                const std::map<std::string, std::string>& parameters, Generator& generator) {
     const std::string& loss = config.loss;
+    if (distributed::world().size() > 1)
+        return distributed_batch_loss(model, tokenizer, batch, train, config, parameters, generator);
     auto p_of = [&] { return embed(model, tokenizer, data::passage_texts(batch, train), config.max_passage_length, generator); };
     if (loss == "listwise") {
         // Rows come in groups of K with one query: q [Q, d] from each group's first row,
@@ -162,6 +193,7 @@ TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokeniz
     adam.learning_rate = config.learning_rate;
     adam.weight_decay = config.weight_decay;
     nn::AdamW optimizer(model.parameters(), adam);
+    distributed::broadcast_parameters(model);  // under mpirun: rank 0's weights on every process
 
     nn::TrainerOptions options;
     options.epochs = config.epochs;
@@ -180,7 +212,8 @@ TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokeniz
     options.best_checkpoint_path = options.evaluate_every > 0 ? files.best_checkpoint : "";
     options.last_checkpoint_path = files.last_checkpoint;
     options.metrics_log_path = files.log;
-    nn::Trainer trainer(model, optimizer, options);
+    // Under mpirun only rank 0 shows progress and writes the log and checkpoints.
+    nn::Trainer trainer(model, optimizer, distributed::options_for_this_rank(options));
 
     auto loss_of = [&](const nn::StepPosition& position, Generator& generator) {
         if (position.epoch != planned_epoch) {
@@ -208,7 +241,15 @@ TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokeniz
     };
 
     auto start = std::chrono::steady_clock::now();
-    report.result = options.evaluate_every > 0 ? trainer.fit(loss_of, evaluate) : trainer.fit(loss_of);
+    if (distributed::world().size() > 1) {
+        // Gradients summed over the processes each step; rank 0 evaluates and shares its score.
+        nn::BatchLossFunction data_parallel = distributed::data_parallel_loss(loss_of, model);
+        report.result = options.evaluate_every > 0
+                            ? trainer.fit(data_parallel, distributed::evaluate_on_main_rank(evaluate))
+                            : trainer.fit(data_parallel);
+    } else {
+        report.result = options.evaluate_every > 0 ? trainer.fit(loss_of, evaluate) : trainer.fit(loss_of);
+    }
     report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
     // Keep the best evaluated parameters (the trainer saved them), else the last ones.

@@ -12,10 +12,11 @@ F.cross_entropy), and autograd does the backward:
                        b = l[:, :N]^T (= p q^T / tau) without negatives, p q^T / tau with them
 
 One run: fresh leaves, the loss, backward(). Warm-up runs (default 1) are left out of the
-median; median_cpu_ms is the process's CPU time per run (all threads); peak_rss_mib is the process's peak resident set (getrusage ru_maxrss), as on the
-nce side. Run with Debian's /usr/bin/python3 (python3-torch). For PyTorch at its best on
-this machine, unset OPENBLAS_CORETYPE and set ATEN_CPU_CAPABILITY=avx512 and
-OMP_WAIT_POLICY=PASSIVE before starting it (benchmarks/run_performance.sh does).
+median. cpu_ms is the median CPU time of a run over the process's threads; peak_rss_mib is
+the process's peak resident set (getrusage ru_maxrss), as on the nce side. Run with
+Debian's /usr/bin/python3 (python3-torch). For PyTorch at its best on this machine, unset
+OPENBLAS_CORETYPE and set ATEN_CPU_CAPABILITY=avx512 and OMP_WAIT_POLICY=PASSIVE before
+starting it (benchmarks/run_performance.py does).
 """
 import argparse
 import json
@@ -108,7 +109,7 @@ def main():
         "bench": "loss", "side": "torch", "name": options.name, "n": options.n, "d": options.d,
         "neg": options.neg, "dtype": options.dtype, "threads": torch.get_num_threads(),
         "reps": options.reps, "median_ms": median, "min_ms": min(milliseconds),
-        "median_cpu_ms": statistics.median(cpu_milliseconds),
+        "cpu_ms": statistics.median(cpu_milliseconds),
         "gemm_gflop": flops / 1e9, "gemm_gflop_per_s": flops / 1e9 / (median / 1000.0),
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         "blas_core": blas_core(), "torch": torch.__version__,

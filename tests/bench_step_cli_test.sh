@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Tests of `nce bench step` on tiny shapes (no timing is checked: speed lives in benchmarks/):
+# one JSON line with every field the driver reads, the same loss from two runs (fixed seeds),
+# and errors naming the bad argument.
+# Usage: bash tests/bench_step_cli_test.sh PATH/TO/nce     (meson test runs it as 'bench-step-cli')
+set -uo pipefail
+
+if [[ $# -ne 1 || ! -x "$1" ]]; then
+    echo "usage: bash tests/bench_step_cli_test.sh PATH/TO/nce (got: $*)" >&2
+    exit 2
+fi
+nce="$1"
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+failures=0
+
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { echo "ok:   $*"; }
+
+# field NAME FILE: the raw value of "NAME": in the JSON line (numbers and strings as written).
+field() { grep -o "\"$1\":[^,}]*" "$2" | head -n 1 | cut -d: -f2-; }
+
+for model in text_encoder sig_predictor; do
+    out="$scratch/$model.json"
+    NCE_NUM_THREADS=2 "$nce" bench step --model "$model" --batch 3 --seq 4 --reps 2 >"$out" 2>"$scratch/err"
+    status=$?
+    if [[ $status -ne 0 ]]; then fail "$model: exit $status: $(head -c 500 "$scratch/err")"; continue; fi
+    if [[ $(wc -l <"$out") -eq 1 ]]; then pass "$model: one line"; else fail "$model: $(wc -l <"$out") lines"; fi
+    missing=""
+    for name in bench side name model batch seq dtype threads reps median_ms min_ms samples_per_s peak_rss_mib \
+                blas_core cpu_ms last_loss; do
+        [[ -n "$(field "$name" "$out")" ]] || missing="$missing $name"
+    done
+    if [[ -z "$missing" ]]; then pass "$model: every field"; else fail "$model: missing fields:$missing"; fi
+    [[ "$(field bench "$out")" == '"step"' && "$(field side "$out")" == '"nce"' && "$(field batch "$out")" == 3 &&
+       "$(field seq "$out")" == 4 && "$(field threads "$out")" == 2 && "$(field reps "$out")" == 2 ]] &&
+        pass "$model: bench, side, batch, seq, threads and reps as asked" || fail "$model: $(cat "$out")"
+    # Fixed seeds: a second run takes the same steps and ends at the same loss.
+    NCE_NUM_THREADS=2 "$nce" bench step --model "$model" --batch 3 --seq 4 --reps 2 >"$scratch/again.json" 2>/dev/null
+    if [[ "$(field last_loss "$out")" == "$(field last_loss "$scratch/again.json")" ]]; then
+        pass "$model: the same loss from a second run"
+    else
+        fail "$model: loss $(field last_loss "$out") then $(field last_loss "$scratch/again.json")"
+    fi
+done
+
+# expect_error MESSAGE ARGS...: exit non-zero, nothing on stdout, and stderr's first line
+# names the fault (CLI11's parse errors add a second line pointing to --help).
+expect_error() {
+    local message="$1"
+    shift
+    "$nce" bench step "$@" >"$scratch/out" 2>"$scratch/err"
+    local status=$?
+    if [[ $status -ne 0 && ! -s "$scratch/out" ]] && head -n 1 "$scratch/err" | grep -q -- "$message"; then
+        pass "bench step $*: error naming the fault"
+    else
+        fail "bench step $*: exit $status, stdout '$(head -c 200 "$scratch/out")', stderr '$(head -c 300 "$scratch/err")'"
+    fi
+}
+expect_error "--model" --model resnet
+expect_error "at least 2 rows" --model text_encoder --batch 1
+expect_error "--reps" --model text_encoder --reps 0
+
+echo "$failures failed"
+[[ $failures -eq 0 ]]
