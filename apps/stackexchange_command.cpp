@@ -7,6 +7,8 @@
 // scores them in three views (apps/stackexchange/loss_comparison.h).
 #include <fmt/core.h>
 
+#include <memory>
+
 #include "apps/commands.h"
 #include "apps/retrieval/retrieval_app.h"
 #include "apps/stackexchange/loss_comparison.h"
@@ -58,17 +60,18 @@ retrieval::RetrievalApp stackexchange_app() {
     return app;
 }
 
-struct CompareCli {
-    retrieval::RunConfigOptions options;
-};
-
 }  // namespace
 
 void add_stackexchange_command(CLI::App& app, int& exit_code) {
     static const retrieval::RetrievalApp stackexchange = stackexchange_app();
     CLI::App* command = retrieval::add_retrieval_subcommands(app, stackexchange, exit_code);
+    const char* app_settings =
+        "App settings go under \"app\" in the --config file: questions, max_answers, paraphrase_probability, "
+        "accepted_probability (the generated site), lenient (skip bad rows of a real dump), losses, "
+        "in_batch_questions, hard_negatives (compare). Real data: --data Posts.xml (or the dump's folder).";
+    command->footer(app_settings);
 
-    auto cli = std::make_shared<CompareCli>();
+    auto options = std::make_shared<retrieval::RunConfigOptions>();
     CLI::App* compare = command->add_subcommand(
         "compare",
         "train one model per loss (infonce, infonce_symmetric, rank_infonce, hard_negative_infonce, multi_positive, "
@@ -77,9 +80,10 @@ void add_stackexchange_command(CLI::App& app, int& exit_code) {
     retrieval::RunConfig defaults = stackexchange.defaults;
     defaults.max_steps = compare_steps;
     defaults.evaluate_every = 200;
-    cli->options.add_to(*compare, defaults);
-    compare->callback([cli, &exit_code]() {
-        stackexchange::run_loss_comparison(stackexchange, cli->options.resolve());
+    options->add_to(*compare, defaults);
+    compare->footer(app_settings);
+    compare->callback([options, &exit_code]() {
+        stackexchange::run_loss_comparison(stackexchange, options->resolve());
         exit_code = 0;
     });
 }

@@ -10,19 +10,27 @@ namespace nce {
 // With A transposed in the forward (C = A^T B), the same steps give dL/dA = B · dL/dC^T;
 // with B transposed (C = A B^T), dL/dB = dL/dC^T · A. A 2-D side shared by a batch gets the
 // sum of the per-batch gradients.
+// dL/dA needs only B and dL/dB only A: an operand that needs no gradient (input data, a
+// constant) gets none, so its product is skipped and the other operand is not kept.
 Var matmul(const Var& a, const Var& b, Transpose transpose) {
     Tensor c = matmul(a.value(), b.value(), transpose);
     bool ta = transpose == Transpose::First || transpose == Transpose::Both;
     bool tb = transpose == Transpose::Second || transpose == Transpose::Both;
+    const bool a_needs_grad = a.requires_grad(), b_needs_grad = b.requires_grad();
     return Var::from_op("matmul", std::move(c), {a, b},
-        [av = a.value(), bv = b.value(), ta, tb](const Tensor& dc) -> Grads {
-            Tensor da = ta ? matmul(bv, dc, tb ? Transpose::Both : Transpose::Second)   // B dC^T  (or B^T dC^T)
-                           : matmul(dc, bv, tb ? Transpose::None : Transpose::Second);  // dC B^T (or dC B)
-            Tensor db = tb ? matmul(dc, av, ta ? Transpose::Both : Transpose::First)   // dC^T A  (or dC^T A^T)
-                           : matmul(av, dc, ta ? Transpose::None : Transpose::First);  // A^T dC (or A dC)
-            // A 2-D operand used by every batch entry: sum its batch of gradients.
-            if (av.rank() == 2 && da.rank() == 3) da = sum(da, 0);
-            if (bv.rank() == 2 && db.rank() == 3) db = sum(db, 0);
+        [av = b_needs_grad ? a.value() : Tensor(), bv = a_needs_grad ? b.value() : Tensor(), a_rank = a.value().rank(),
+         b_rank = b.value().rank(), ta, tb](const Tensor& dc) -> Grads {
+            Tensor da, db;
+            if (bv.defined()) {
+                da = ta ? matmul(bv, dc, tb ? Transpose::Both : Transpose::Second)   // B dC^T  (or B^T dC^T)
+                        : matmul(dc, bv, tb ? Transpose::None : Transpose::Second);  // dC B^T (or dC B)
+                if (a_rank == 2 && da.rank() == 3) da = sum(da, 0);  // A shared by every batch entry
+            }
+            if (av.defined()) {
+                db = tb ? matmul(dc, av, ta ? Transpose::Both : Transpose::First)   // dC^T A  (or dC^T A^T)
+                        : matmul(av, dc, ta ? Transpose::None : Transpose::First);  // A^T dC (or A dC)
+                if (b_rank == 2 && db.rank() == 3) db = sum(db, 0);  // B shared by every batch entry
+            }
             return {da, db};
         });
 }
