@@ -253,17 +253,29 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     // Data first: bad data stops the run before it writes anything of its own.
     data::RetrievalDataset dataset = load_checked(app, config);
     data::DatasetSplits splits = split_for_app(app, dataset, config);
-    create_output_folder(config.output);
-    write_run_config(files.config, config);
     fmt::print("nce {}: {} queries, {} passages -> train {}/{}, validation {}/{}, test {}/{} (queries/passages, split "
                "by group)\n",
                app.name, dataset.queries.size(), dataset.passages.size(), splits.train.queries.size(),
                splits.train.passages.size(), splits.validation.queries.size(), splits.validation.passages.size(),
                splits.test.queries.size(), splits.test.passages.size());
 
+    // The tokenizer is the last thing a bad setting can stop (a vocabulary larger than the
+    // text allows); a folder this run created is removed again when it does, so nothing is
+    // left half written. The run's config.json is written once the tokenizer exists.
+    bool folder_is_new = !fs::exists(config.output);
+    create_output_folder(config.output);
     std::vector<std::string> tokenizer_texts = query_texts_of(splits.train);
     for (const std::string& text : passage_texts_of(splits.train)) tokenizer_texts.push_back(text);
-    data::Tokenizer tokenizer = train_run_tokenizer(tokenizer_texts, config, config.output);
+    data::Tokenizer tokenizer = [&] {
+        try {
+            return train_run_tokenizer(tokenizer_texts, config, config.output);
+        } catch (...) {
+            std::error_code ignored;
+            if (folder_is_new) fs::remove_all(config.output, ignored);
+            throw;
+        }
+    }();
+    write_run_config(files.config, config);
     fmt::print("tokenizer: {} pieces ({})\n", tokenizer.vocab_size(), files.tokenizer);
     std::fflush(stdout);
 
