@@ -23,7 +23,7 @@ std::unique_ptr<tbb::global_control> tbb_limit;
 void apply(int threads) {
     tbb_limit = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
                                                       static_cast<size_t>(threads));
-    openblas_set_num_threads(threads);
+    openblas_set_num_threads(1);  // the engine splits GEMMs over its own threads (engine/blas.h)
     thread_count.store(threads, std::memory_order_release);
 }
 

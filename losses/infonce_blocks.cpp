@@ -4,18 +4,18 @@
 // max, exp and sums are taken) and is split over the engine's threads by rows, or by
 // columns for the column statistics, so each number is computed by one thread in a fixed
 // order: the same inputs and thread count give the same bits. The GEMMs are OpenBLAS's,
-// threaded by OpenBLAS itself on the engine's thread count. Scratch memory (the block,
+// split over the engine's threads (engine/blas.h). Scratch memory (the block,
 // the candidates) comes from the caching allocator, so the next step reuses the pages this
 // one touched.
 #include "losses/infonce_blocks.h"
-
-#include <cblas.h>
 
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
+
+#include "engine/blas.h"
 
 namespace nce::losses {
 namespace {
@@ -25,18 +25,13 @@ using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
 template <typename T>
 using RowMap = Eigen::Map<Array<T>>;
 
-// C = alpha op(A) op(B) + beta C, row-major with explicit leading dimensions, so that a
-// block of rows or a range of columns is a pointer and a stride, not a copy.
+// C = alpha op(A) op(B) + beta C (engine/blas.h), with explicit leading dimensions, so that
+// a block of rows or a range of columns is a pointer and a stride, not a copy.
 template <typename T>
 void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, double alpha, const T* a, int64_t lda,
           const T* b, int64_t ldb, double beta, T* c, int64_t ldc) {
-    auto op_a = transpose_a ? CblasTrans : CblasNoTrans, op_b = transpose_b ? CblasTrans : CblasNoTrans;
-    if constexpr (std::is_same_v<T, float>)
-        cblas_sgemm(CblasRowMajor, op_a, op_b, (int)m, (int)n, (int)k, (float)alpha, a, (int)lda, b, (int)ldb,
-                    (float)beta, c, (int)ldc);
-    else
-        cblas_dgemm(CblasRowMajor, op_a, op_b, (int)m, (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c,
-                    (int)ldc);
+    blas_gemm<T>(transpose_a, transpose_b, m, n, k, static_cast<T>(alpha), a, lda, b, ldb, static_cast<T>(beta), c,
+                 ldc);
 }
 
 // Rows per task in the row passes: a task of at least ~16k logits.
