@@ -98,6 +98,11 @@ public:
     // the result does not depend on the thread count or the device (see random.h).
     virtual void random(Distribution distribution, uint64_t seed, uint64_t offset, double a, double b,
                         Tensor& out) = 0;
+    // Dropout's mask and product in one pass, the mask never stored:
+    //   out[i] = x[i] / keep   where draw offset + i of Bernoulli(keep) is 1,   else 0
+    // with the same draws as random(Bernoulli, seed, offset, keep), so calling it again on the
+    // gradient with the same seed and offset applies the same mask.
+    virtual void dropout(const Tensor& x, uint64_t seed, uint64_t offset, double keep, Tensor& out) = 0;
 };
 
 // The backend that serves tensors on `device`; throws if this build has none for it.

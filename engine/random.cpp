@@ -31,4 +31,12 @@ int64_t Generator::next_index(int64_t n) {
     return static_cast<int64_t>(random_bits::bits(seed_, offset_++) % static_cast<uint64_t>(n));
 }
 
+Tensor apply_dropout_mask(const Tensor& x, uint64_t seed, uint64_t offset, double keep) {
+    NCE_CHECK(is_floating(x.dtype()), "dropout: dtype must be float32 or float64, got {}", dtype_name(x.dtype()));
+    NCE_CHECK(keep > 0 && keep <= 1, "dropout: the keep probability must be in (0, 1], got {}", keep);
+    Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+    backend_for(x.device()).dropout(x, seed, offset, keep, out);
+    return out;
+}
+
 }  // namespace nce

@@ -48,6 +48,13 @@ public:
     // Rewinds or advances the stream: with the same offset, the same draws come again
     // (a resumed run restores it; GradCache replays a mini-batch's dropout masks with it).
     void set_offset(uint64_t offset) { offset_ = offset; }
+    // Reserves the next `count` draws for a caller that makes them itself (dropout draws its
+    // mask inside the kernel): returns the offset of the first and moves past them.
+    uint64_t take(uint64_t count) {
+        uint64_t first = offset_;
+        offset_ += count;
+        return first;
+    }
 
     Tensor uniform(const Shape& shape, Dtype dtype, double low = 0.0, double high = 1.0, Device device = Device::CPU);
     Tensor normal(const Shape& shape, Dtype dtype, double mean = 0.0, double std = 1.0, Device device = Device::CPU);
@@ -65,5 +72,11 @@ private:
     uint64_t seed_;
     uint64_t offset_ = 0;
 };
+
+// Dropout's product with its mask drawn on the fly (Backend::dropout):
+//   out[i] = x[i] / keep where draw offset + i of Bernoulli(keep) under `seed` is 1, else 0.
+// The same seed and offset give the same mask, so the backward applies it to dL/dy again
+// instead of storing it.
+Tensor apply_dropout_mask(const Tensor& x, uint64_t seed, uint64_t offset, double keep);
 
 }  // namespace nce

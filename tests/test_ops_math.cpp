@@ -4,6 +4,7 @@
 // are checked against finite differences by the registered cases (test_ops_gradcheck.cpp).
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 
 #include "tests/test_helpers.h"
@@ -148,6 +149,37 @@ TEST_CASE("add, sub, mul, div: broadcast like NumPy, values equal naive loops") 
                          "mul " + shapes);
             check_values(div(x, y).value(), c.out, naive_broadcast(a, b, c.out, std::divides<>()), dtype,
                          "div " + shapes);
+        }
+    }
+}
+
+TEST_CASE("masked_fill: same-shape and broadcast masks select like naive loops, inf and nan included") {
+    struct MaskCase {
+        Shape x, mask;
+    };
+    // Same shape (the one-pass path), and masks broadcast along the last axis, along leading
+    // axes, and both (the row-by-row path).
+    const MaskCase cases[] = {{{3, 5}, {3, 5}},       {{2, 3, 5}, {2, 3, 1}}, {{4, 6}, {6}},
+                              {{2, 3, 4, 4}, {2, 1, 1, 4}}, {{5}, {}},        {{2, 3}, {1, 1}}};
+    Generator generator(23);
+    for (Dtype dtype : kFloatDtypes) {
+        for (const MaskCase& c : cases) {
+            Tensor x = generator.normal(c.x, dtype);
+            std::vector<double> x_values = x.to_vector();
+            x_values[0] = std::numeric_limits<double>::infinity();  // a select, not a product: no inf·0
+            x_values[x_values.size() - 1] = std::nan("");
+            x = Tensor::from_vector(x_values, c.x, dtype);
+            Tensor mask = generator.bernoulli(c.mask, dtype, 0.5);
+            std::vector<double> expected =
+                naive_broadcast(x, mask, c.x, [](double value, double keep) { return keep != 0 ? value : -7.0; });
+            std::vector<double> actual = masked_fill(x, mask, -7.0).to_vector();
+            REQUIRE(actual.size() == expected.size());
+            for (size_t i = 0; i < actual.size(); ++i) {
+                bool same = actual[i] == expected[i] || (std::isnan(actual[i]) && std::isnan(expected[i]));
+                CHECK_MESSAGE(same, "masked_fill " << shape_string(c.x) << " by " << shape_string(c.mask) << " "
+                                                   << dtype_name(dtype) << ": element " << i << " is " << actual[i]
+                                                   << ", expected " << expected[i]);
+            }
         }
     }
 }

@@ -333,6 +333,32 @@ TEST_CASE("dropout: the gradient is the same mask scaled by 1/(1-p)") {
     check_values(x.grad(), expected, Dtype::Float64, "dropout dx");
 }
 
+// The one-pass kernel (mask drawn inside it, not stored) against the two-step form it
+// replaced: mask = bernoulli(1 - p) from the same seed and offset, y = x · (mask / (1 - p)),
+// dx = dy · (mask / (1 - p)). Equal to the bit, over sizes that cross the threads' chunks.
+TEST_CASE("dropout: the one-pass kernel equals the two-step reference x · bernoulli(1 - p) / (1 - p)") {
+    for (Dtype dtype : kFloatDtypes) {
+        for (double p : {0.1, 0.5}) {
+            for (const Shape& shape : {Shape{7}, Shape{37, 129}, Shape{3, 4, 5000}}) {
+                Generator data(5);
+                Var x = Var::parameter(data.normal(shape, dtype));
+                Tensor upstream = data.normal(shape, dtype);
+                Generator fused(77), reference(77);
+                fused.set_offset(1234);
+                reference.set_offset(1234);
+
+                Var y = dropout(x, p, fused, true);
+                y.backward(upstream);
+                Tensor scaled_mask = reference.bernoulli(shape, dtype, 1 - p) * (1 / (1 - p));
+                std::string what = shape_string(shape) + " p " + std::to_string(p) + " " + dtype_name(dtype);
+                CHECK_MESSAGE(y.value().to_vector() == (x.value() * scaled_mask).to_vector(), "y " << what);
+                CHECK_MESSAGE(x.grad().to_vector() == (upstream * scaled_mask).to_vector(), "dx " << what);
+                CHECK_MESSAGE(fused.offset() == reference.offset(), "draws consumed " << what);
+            }
+        }
+    }
+}
+
 TEST_CASE("dropout: identity in eval mode and for p = 0, without drawing from the generator") {
     for (Dtype dtype : kFloatDtypes) {
         Generator generator(5);

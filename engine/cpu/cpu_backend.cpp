@@ -83,15 +83,32 @@ void CpuBackend::fill(Tensor& out, double value) {
     }
 }
 
+namespace {
+
+// Bernoulli(probability) from 53 bits without floating point: uniform = (bits >> 11) · 2^-53,
+// and scaling by a power of two is exact, so
+//   uniform < probability  <=>  (bits >> 11) < probability · 2^53  <=>  (bits >> 11) < ceil(probability · 2^53).
+uint64_t bernoulli_threshold(double probability) { return static_cast<uint64_t>(std::ceil(probability * 0x1.0p53)); }
+
+// out[i] = x[i] · (draw offset + i kept ? scale : 0) for i in [begin, end). Everything is
+// passed by value so the compiler sees no aliasing and vectorises the hashing.
+template <typename T>
+void dropout_elements(const T* __restrict x, T* __restrict out, int64_t begin, int64_t end, uint64_t seed,
+                      uint64_t offset, uint64_t threshold, T scale) {
+    for (int64_t i = begin; i < end; ++i) {
+        uint64_t bits = random_bits::bits(seed, offset + static_cast<uint64_t>(i)) >> 11;
+        out[i] = x[i] * (bits < threshold ? scale : T(0));  // x · mask / keep, as the two-step form
+    }
+}
+
+}  // namespace
+
 void CpuBackend::random(Distribution distribution, uint64_t seed, uint64_t offset, double a, double b, Tensor& out) {
     dispatch_floating(out.dtype(), "random", [&](auto zero) {
         using T = decltype(zero);
         T* data = out.data<T>();
         if (distribution == Distribution::Bernoulli) {
-            // Dropout's masks, the bulk of a training step's draws, without floating point:
-            // uniform = (bits >> 11) · 2^-53, and scaling by a power of two is exact, so
-            // uniform < a  <=>  (bits >> 11) < a · 2^53  <=>  (bits >> 11) < ceil(a · 2^53).
-            const uint64_t threshold = static_cast<uint64_t>(std::ceil(a * 0x1.0p53));
+            const uint64_t threshold = bernoulli_threshold(a);
             parallel_for(out.numel(), 4096, [&](int64_t begin, int64_t end) {
                 for (int64_t i = begin; i < end; ++i)
                     data[i] = (random_bits::bits(seed, offset + static_cast<uint64_t>(i)) >> 11) < threshold ? T(1) : T(0);
@@ -109,6 +126,19 @@ void CpuBackend::random(Distribution distribution, uint64_t seed, uint64_t offse
                 }
                 data[i] = static_cast<T>(value);
             }
+        });
+    });
+}
+
+void CpuBackend::dropout(const Tensor& x, uint64_t seed, uint64_t offset, double keep, Tensor& out) {
+    dispatch_floating(x.dtype(), "dropout", [&](auto zero) {
+        using T = decltype(zero);
+        const T* in = x.data<T>();
+        T* data = out.data<T>();
+        const uint64_t threshold = bernoulli_threshold(keep);
+        const T scale = static_cast<T>(1 / keep);
+        parallel_for(x.numel(), 4096, [&](int64_t begin, int64_t end) {
+            dropout_elements<T>(in, data, begin, end, seed, offset, threshold, scale);
         });
     });
 }

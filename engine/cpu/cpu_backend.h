@@ -36,6 +36,7 @@ public:
     void layer_norm_backward(const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& rstd,
                              const Tensor& dy, Tensor& dx, Tensor& dweight, Tensor& dbias) override;
     void random(Distribution distribution, uint64_t seed, uint64_t offset, double a, double b, Tensor& out) override;
+    void dropout(const Tensor& x, uint64_t seed, uint64_t offset, double keep, Tensor& out) override;
 };
 
 // Calls f(T{}) with T = float or double for the tensor's dtype; throws naming `op` for int64.

@@ -205,18 +205,32 @@ void CpuBackend::masked_fill(const Tensor& x, const Tensor& mask, double value, 
         const T* x_data = x.data<T>();
         const T* mask_data = mask.data<T>();
         T* out_data = out.data<T>();
+        T fill_value = static_cast<T>(value);
+        if (mask.shape() == out.shape()) {
+            parallel_for(out.numel(), kGrainElements, [&](int64_t begin, int64_t end) {
+                ConstArrayMap<T> x_part(x_data + begin, end - begin), mask_part(mask_data + begin, end - begin);
+                ArrayMap<T>(out_data + begin, end - begin) = (mask_part != T(0)).select(x_part, fill_value);
+            });
+            return;
+        }
+        // Row by row along the last axis: the mask's offset is found once per row, then
+        // steps by its last stride (0 where the mask is broadcast along that axis).
         size_t rank = out.shape().size();
         std::vector<int64_t> mask_strides = broadcast_strides(mask.shape(), rank);
         std::vector<int64_t> out_strides = contiguous_strides(out.shape());
-        T fill_value = static_cast<T>(value);
-        parallel_for(out.numel(), kGrainElements, [&](int64_t begin, int64_t end) {
-            for (int64_t i = begin; i < end; ++i) {
-                int64_t mask_offset = 0, rest = i;
+        const int64_t row_length = rank == 0 ? 1 : out.shape().back();
+        const int64_t mask_step = rank == 0 ? 0 : mask_strides.back();
+        const int64_t rows = row_length == 0 ? 0 : out.numel() / row_length;
+        parallel_for(rows, std::max<int64_t>(1, kGrainElements / std::max<int64_t>(1, row_length)),
+                     [&](int64_t begin, int64_t end) {
+            for (int64_t row = begin; row < end; ++row) {
+                int64_t first = row * row_length, mask_offset = 0, rest = first;
                 for (size_t axis = 0; axis < rank; ++axis) {
                     mask_offset += rest / out_strides[axis] * mask_strides[axis];
                     rest %= out_strides[axis];
                 }
-                out_data[i] = mask_data[mask_offset] != T(0) ? x_data[i] : fill_value;
+                for (int64_t k = 0; k < row_length; ++k)
+                    out_data[first + k] = mask_data[mask_offset + k * mask_step] != T(0) ? x_data[first + k] : fill_value;
             }
         });
     });

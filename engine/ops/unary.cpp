@@ -47,11 +47,12 @@ Var sigmoid(const Var& x) {
 }
 
 // y = relu(x) = max(x, 0):   dy/dx = 1 where x > 0, else 0 (we take 0 at the kink x = 0),
-// so dL/dx = dL/dy ⊙ step(x). y > 0 exactly where x > 0, so the backward keeps y only.
+// so dL/dx = dL/dy ⊙ step(x). y > 0 exactly where x > 0 (elsewhere y = 0), so the backward
+// keeps y only and selects: dL/dx = dL/dy where y != 0, else 0 (one pass).
 Var relu(const Var& x) {
     check_floating(x.value(), "relu", "input");
     Tensor y = relu(x.value());
-    return Var::from_op("relu", y, {x}, [y](const Tensor& dy) -> Grads { return {dy * step(y)}; });
+    return Var::from_op("relu", y, {x}, [y](const Tensor& dy) -> Grads { return {masked_fill(dy, y, 0.0)}; });
 }
 
 // y = x^p for a constant p:   dy/dx = p x^(p-1), so dL/dx = p · dL/dy ⊙ x^(p-1).
