@@ -28,6 +28,15 @@ enum class BinaryOp { Add, Sub, Mul, Div, Pow, Maximum, Minimum, Greater /* 1 if
 
 enum class ReduceOp { Sum, Max };
 
+// Multi-head self-attention on packed projections (engine/ops/packed_attention.cpp has the
+// math). qkv [B, T, 3D] holds q, k and v side by side; head h is columns h·dh .. (h+1)·dh of
+// each part (dh = D / heads).
+struct PackedAttention {
+    int64_t heads = 1;
+    double keep = 1;                  // 1 - the dropout on the probabilities
+    uint64_t seed = 0, offset = 0;    // dropout: element i of P [B, H, T, T] uses draw offset + i
+};
+
 enum class Distribution { Uniform /* [a, b) */, Normal /* mean a, std b */, Bernoulli /* 1 with probability a */ };
 
 class Backend {
@@ -103,6 +112,15 @@ public:
     // with the same draws as random(Bernoulli, seed, offset, keep), so calling it again on the
     // gradient with the same seed and offset applies the same mask.
     virtual void dropout(const Tensor& x, uint64_t seed, uint64_t offset, double keep, Tensor& out) = 0;
+
+    // Attention over packed qkv [B, T, 3D]; key_mask [B, T] in qkv's dtype (nonzero = real
+    // key) or undefined for none. Writes out [B, T, D] (the heads side by side) and
+    // probabilities [B, H, T, T] (P, before dropout), which the backward reads back.
+    virtual void packed_attention(const Tensor& qkv, const Tensor& key_mask, const PackedAttention& attention,
+                                  Tensor& probabilities, Tensor& out) = 0;
+    // dqkv [B, T, 3D] from dout [B, T, D], given qkv and the forward's probabilities.
+    virtual void packed_attention_backward(const Tensor& qkv, const Tensor& probabilities, const Tensor& dout,
+                                           const PackedAttention& attention, Tensor& dqkv) = 0;
 };
 
 // The backend that serves tensors on `device`; throws if this build has none for it.

@@ -13,6 +13,17 @@ namespace nce {
 // a [m,k] · b [k,n], or batched [batch,m,k] (a 2-D side is shared by the batch).
 Var matmul(const Var& a, const Var& b, Transpose transpose = Transpose::None);
 
+// ---- packed_attention.cpp ----
+// Multi-head self-attention on packed projections qkv [B, T, 3D] -> [B, T, D] (the heads
+// side by side, before the output projection), with dropout p on the probabilities when
+// p > 0 (then a generator is needed). key_padding_mask [B, T]: nonzero = real token.
+Var packed_attention(const Var& qkv, const Tensor& key_padding_mask, int64_t heads, double dropout,
+                     Generator* generator);
+
+// ---- affine.cpp ----
+// x [N, in] · weight [out, in]^T + bias [out] -> [N, out]: a linear layer's rows.
+Var affine(const Var& x, const Var& weight, const Var& bias);
+
 // ---- elementwise.cpp: broadcasting arithmetic; gradients are summed over broadcast axes ----
 Var add(const Var& a, const Var& b);
 Var sub(const Var& a, const Var& b);

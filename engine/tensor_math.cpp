@@ -251,6 +251,18 @@ Tensor concat(const std::vector<Tensor>& parts, int64_t axis) {
     return out;
 }
 
+Tensor repeat_rows(const Tensor& row, int64_t count) {
+    NCE_CHECK(row.rank() == 1, "repeat_rows: the row must be 1-D, got {}", shape_string(row.shape()));
+    NCE_CHECK(count >= 0, "repeat_rows: count must be >= 0, got {}", count);
+    Tensor out = Tensor::empty({count, row.size(0)}, row.dtype(), row.device());
+    if (count == 0) return out;
+    backend_of(row).copy_along_axis(row.reshape({1, row.size(0)}), 0, out, 0, 0, 1, false);
+    // Doubling: rows [0, done) are copied to [done, 2·done), one block copy each time.
+    for (int64_t done = 1; done < count; done *= 2)
+        backend_of(out).copy_along_axis(out, 0, out, done, 0, std::min(done, count - done), false);
+    return out;
+}
+
 Tensor stack(const std::vector<Tensor>& parts, int64_t axis) {
     NCE_CHECK(!parts.empty(), "stack: no tensors given");
     axis = normalize_axis(axis, parts.front().rank() + 1, "stack");
@@ -282,6 +294,21 @@ Tensor softmax(const Tensor& x) {
     Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
     backend_of(x).softmax_last_axis(x, out, false);
     return out;
+}
+
+std::pair<Tensor, Tensor> packed_attention(const Tensor& qkv, const Tensor& key_mask, const PackedAttention& attention) {
+    const int64_t batch = qkv.size(0), tokens = qkv.size(1), model_dim = qkv.size(2) / 3;
+    Tensor out = Tensor::empty({batch, tokens, model_dim}, qkv.dtype(), qkv.device());
+    Tensor probabilities = Tensor::empty({batch, attention.heads, tokens, tokens}, qkv.dtype(), qkv.device());
+    backend_of(qkv).packed_attention(qkv, key_mask, attention, probabilities, out);
+    return {out, probabilities};
+}
+
+Tensor packed_attention_backward(const Tensor& qkv, const Tensor& probabilities, const Tensor& dout,
+                                 const PackedAttention& attention) {
+    Tensor dqkv = Tensor::empty(qkv.shape(), qkv.dtype(), qkv.device());
+    backend_of(qkv).packed_attention_backward(qkv, probabilities, dout, attention, dqkv);
+    return dqkv;
 }
 
 Tensor log_softmax(const Tensor& x) {

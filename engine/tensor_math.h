@@ -81,6 +81,8 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& axes);
 Tensor transpose(const Tensor& x, int64_t axis_a, int64_t axis_b);
 Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t end);
 Tensor concat(const std::vector<Tensor>& parts, int64_t axis);
+// row [D] -> [count, D], every row a copy of `row`.
+Tensor repeat_rows(const Tensor& row, int64_t count);
 Tensor stack(const std::vector<Tensor>& parts, int64_t axis);
 // table [V, ...] and int64 indices [n] -> [n, ...].
 Tensor index_select(const Tensor& table, const Tensor& indices);
@@ -92,6 +94,12 @@ Tensor log_softmax(const Tensor& x);
 // softmax: dx = y ⊙ (dy - <dy, y>);  log_softmax (y = log-probabilities): dx = dy - exp(y) · sum(dy).
 Tensor softmax_backward(const Tensor& y, const Tensor& dy);
 Tensor log_softmax_backward(const Tensor& y, const Tensor& dy);
+// Attention over packed qkv [B, T, 3D] (Backend::packed_attention): out [B, T, D] and the
+// probabilities [B, H, T, T]; then dqkv [B, T, 3D] from dout.
+std::pair<Tensor, Tensor> packed_attention(const Tensor& qkv, const Tensor& key_mask, const PackedAttention& attention);
+Tensor packed_attention_backward(const Tensor& qkv, const Tensor& probabilities, const Tensor& dout,
+                                 const PackedAttention& attention);
+
 // where(mask != 0, x, value); mask has x's dtype and broadcasts to x.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 

@@ -1,6 +1,7 @@
-// One thread setting for the whole engine: oneTBB's loops and OpenBLAS's GEMMs share it, so
-// they never oversubscribe the cores. It comes from NCE_NUM_THREADS (default: all cores)
-// the first time anything asks, or from set_num_threads().
+// One thread setting for the whole engine: oneTBB's loops and the GEMMs (split over oneTBB's
+// threads by engine/blas.h, OpenBLAS itself single-threaded) share it, so they never
+// oversubscribe the cores. It comes from NCE_NUM_THREADS (default: all cores) the first time
+// anything asks, or from set_num_threads().
 #pragma once
 #include <cstdint>
 

@@ -6,8 +6,8 @@ namespace nce::nn {
 
 // y = x W^T + b, on x flattened to rows [N, in] (N = product of the leading axes):
 //   rows_out = rows · W^T + b        [N, in]·[in, out] + [out] (broadcast over rows)
-// then reshaped back to [..., out]. The backward is the sum of the backwards of reshape,
-// matmul (dL/dx = dL/dy · W, dL/dW = (dL/dy)^T · x) and add (dL/db = sum over rows of dL/dy).
+// then reshaped back to [..., out]. The backward is the backwards of reshape and of the
+// engine's affine op (dL/dx = dL/dy · W, dL/dW = (dL/dy)^T · x, dL/db = sum over rows of dL/dy).
 Var linear(const Var& x, const Var& weight, const Var& bias) {
     NCE_CHECK(weight.shape().size() == 2 && bias.shape().size() == 1 && bias.size(0) == weight.size(0),
               "linear: weight must be [out, in] and bias [out], got weight {} and bias {}",
@@ -23,7 +23,7 @@ Var linear(const Var& x, const Var& weight, const Var& bias) {
     Shape out_shape = x.shape();
     out_shape.back() = out_features;
     Var rows = reshape(x, {-1, in_features});                               // [N, in]
-    Var rows_out = add(matmul(rows, weight, Transpose::Second), bias);      // [N, out]
+    Var rows_out = affine(rows, weight, bias);                              // [N, out]
     return reshape(rows_out, out_shape);                                    // [..., out]
 }
 

@@ -33,29 +33,6 @@ void check_key_padding_mask(const Tensor& key_padding_mask, int64_t batch, int64
     }
 }
 
-// Attention with dropout on the probabilities, composed from Var ops so the dropout sits
-// between the softmax and the product with v (the engine's fused op has no dropout):
-//   S = q k^T / sqrt(dh) + mask_bias     [B, H, T, T]   mask_bias = 0 (real key) or -inf (padding)
-//   P = softmax(S)                       [B, H, T, T]   (padding keys: P = 0)
-//   o = dropout(P) v                     [B, H, T, dh]
-// Its gradient is the chain of the matmul, add, softmax and dropout backwards.
-Var attention_with_dropout(const Var& q, const Var& k, const Var& v, const Tensor& key_padding_mask, double p,
-                           Generator& generator) {
-    const int64_t batch = q.size(0), heads = q.size(1), tokens = q.size(2), head_dim = q.size(3);
-    const Shape per_head{batch * heads, tokens, head_dim};
-    Var scores = matmul(reshape(q, per_head), reshape(k, per_head), Transpose::Second) *
-                 (1.0 / std::sqrt(static_cast<double>(head_dim)));                     // [B*H, T, T]
-    scores = reshape(scores, {batch, heads, tokens, tokens});                            // [B, H, T, T]
-    if (key_padding_mask.defined()) {
-        Tensor mask = key_padding_mask.to(q.dtype()).to(q.value().device()).reshape({batch, 1, 1, tokens});
-        Tensor mask_bias = masked_fill(zeros_like(mask), mask, -std::numeric_limits<double>::infinity());
-        scores = add(scores, Var(mask_bias));                                            // a constant: no gradient
-    }
-    Var probabilities = dropout(softmax(scores), p, generator, /*training=*/true);      // [B, H, T, T]
-    Var output = matmul(reshape(probabilities, {batch * heads, tokens, tokens}), reshape(v, per_head));  // [B*H, T, dh]
-    return reshape(output, {batch, heads, tokens, head_dim});
-}
-
 }  // namespace
 
 MultiHeadAttention::MultiHeadAttention(int64_t embed_dim, int64_t num_heads, double dropout, Generator& generator,
@@ -77,33 +54,18 @@ Var MultiHeadAttention::forward(const Var& x, const Tensor& key_padding_mask, Ge
     const int64_t dim = embed_dim();
     NCE_CHECK(x.value().rank() == 3 && x.size(2) == dim, "MultiHeadAttention: x must be [B, T, {}], got {}", dim,
               shape_string(x.shape()));
-    const int64_t batch = x.size(0), tokens = x.size(1), heads = num_heads_, head_dim = dim / heads;
+    const int64_t batch = x.size(0), tokens = x.size(1), heads = num_heads_;
     if (key_padding_mask.defined()) check_key_padding_mask(key_padding_mask, batch, tokens);
 
-    // q, k and v each from their own rows of in_proj_weight and in_proj_bias: the same
-    // numbers as slicing x in_proj_weight^T + in_proj_bias [B, T, 3D] into three, but the
-    // backward then slices only the [3D, D] weight (each part's gradient lands in a zeroed
-    // [3D, D]) instead of the [B, T, 3D] activations, and x's three gradients are [B, T, D].
-    // [B, T, D] -> [B, T, H, dh] -> [B, H, T, dh]: head h is columns h·dh .. (h+1)·dh.
-    auto split_heads = [&](int64_t part) {
-        Var projected = linear(x, slice(in_proj_weight, 0, part * dim, (part + 1) * dim),
-                               slice(in_proj_bias, 0, part * dim, (part + 1) * dim));  // [B, T, D]
-        return permute(reshape(projected, {batch, tokens, heads, head_dim}), {0, 2, 1, 3});
-    };
-    Var q = split_heads(0), k = split_heads(1), v = split_heads(2);  // [B, H, T, dh]
-
-    Var heads_output;  // [B, H, T, dh]
-    if (training() && dropout_ > 0) {
-        NCE_CHECK(generator != nullptr,
-                  "MultiHeadAttention: training mode with dropout {} needs a generator; pass one, or call "
-                  "train(false)",
-                  dropout_);
-        heads_output = attention_with_dropout(q, k, v, key_padding_mask, dropout_, *generator);
-    } else {
-        heads_output = scaled_dot_product_attention(q, k, v, key_padding_mask);
-    }
-    // [B, H, T, dh] -> [B, T, H, dh] -> [B, T, D]: the heads side by side again.
-    Var merged = reshape(permute(heads_output, {0, 2, 1, 3}), {batch, tokens, dim});
+    // [B, T, D] -> qkv [B, T, 3D] = [q | k | v] in one GEMM; the packed attention reads each
+    // head's columns in place and returns the heads side by side again, [B, T, D].
+    Var qkv = linear(x, in_proj_weight, in_proj_bias);
+    const bool drop = training() && dropout_ > 0;
+    NCE_CHECK(!drop || generator != nullptr,
+              "MultiHeadAttention: training mode with dropout {} needs a generator; pass one, or call "
+              "train(false)",
+              dropout_);
+    Var merged = packed_attention(qkv, key_padding_mask, heads, drop ? dropout_ : 0.0, generator);  // [B, T, D]
     return out_proj.forward(merged);
 }
 

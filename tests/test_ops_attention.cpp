@@ -319,3 +319,85 @@ TEST_CASE("attention: bad input gives one clear error") {
     CHECK_ERROR_MENTIONS(scaled_dot_product_attention(q, Var(Tensor::zeros({2, 2, 5, 4}, Dtype::Float32)), v, Tensor()),
                          "q, k, v must share one dtype, got float64, float32, float64");
 }
+
+// ---- packed_attention ----
+
+// The composition packed_attention replaces, from engine ops: q, k, v sliced out of qkv,
+// heads permuted out, S = q k^T · scale with -inf at masked keys, softmax, dropout from the
+// generator, P v, heads permuted back.
+Var composed_packed_attention(const Var& qkv, const Tensor& key_padding_mask, int64_t heads, double p,
+                              Generator& generator) {
+    const int64_t batch = qkv.size(0), tokens = qkv.size(1), dim = qkv.size(2) / 3, head_dim = dim / heads;
+    auto head_major = [&](int64_t part) {  // [B, T, D] -> [B*H, T, dh]
+        Var projected = slice(qkv, 2, part * dim, (part + 1) * dim);
+        return reshape(permute(reshape(projected, {batch, tokens, heads, head_dim}), {0, 2, 1, 3}),
+                       {batch * heads, tokens, head_dim});
+    };
+    Var q = head_major(0), k = head_major(1), v = head_major(2);
+    Var scores = matmul(q, k, Transpose::Second) * (1.0 / std::sqrt(static_cast<double>(head_dim)));
+    scores = reshape(scores, {batch, heads, tokens, tokens});
+    if (key_padding_mask.defined()) {
+        Tensor mask = key_padding_mask.to(qkv.dtype()).reshape({batch, 1, 1, tokens});
+        scores = add(scores, Var(masked_fill(zeros_like(mask), mask, -std::numeric_limits<double>::infinity())));
+    }
+    Var probabilities = softmax(scores);
+    if (p > 0) probabilities = dropout(probabilities, p, generator, true);
+    Var output = matmul(reshape(probabilities, {batch * heads, tokens, tokens}), v);  // [B*H, T, dh]
+    return reshape(permute(reshape(output, {batch, heads, tokens, head_dim}), {0, 2, 1, 3}), {batch, tokens, dim});
+}
+
+TEST_CASE("packed_attention: equals the composition of engine ops, forward and backward, masks and dropout") {
+    struct Case {
+        Shape qkv;
+        int64_t heads;
+        double p;
+        bool masked;
+    };
+    for (const Case& c : {Case{{2, 5, 24}, 2, 0.0, false}, Case{{3, 7, 24}, 4, 0.0, true},
+                          Case{{2, 6, 36}, 3, 0.25, true}, Case{{4, 16, 48}, 4, 0.1, false},
+                          Case{{1, 9, 6}, 1, 0.5, true}}) {
+        for (Dtype dtype : kFloatDtypes) {
+            Generator data(3);
+            Tensor packed = data.normal(c.qkv, dtype);
+            Tensor upstream = data.normal({c.qkv[0], c.qkv[1], c.qkv[2] / 3}, dtype);
+            Tensor key_padding_mask;
+            if (c.masked) {  // row b keeps its first T - b tokens
+                std::vector<double> mask(static_cast<size_t>(c.qkv[0] * c.qkv[1]), 0.0);
+                for (int64_t b = 0; b < c.qkv[0]; ++b)
+                    for (int64_t t = 0; t < c.qkv[1] - b; ++t) mask[static_cast<size_t>(b * c.qkv[1] + t)] = 1.0;
+                key_padding_mask = Tensor::from_vector(mask, {c.qkv[0], c.qkv[1]}, Dtype::Float32);
+            }
+            Var fused_input = Var::parameter(packed.clone()), composed_input = Var::parameter(packed.clone());
+            Generator fused_generator(17), composed_generator(17);
+            Var fused = packed_attention(fused_input, key_padding_mask, c.heads, c.p, &fused_generator);
+            Var composed = composed_packed_attention(composed_input, key_padding_mask, c.heads, c.p, composed_generator);
+            fused.backward(upstream);
+            composed.backward(upstream);
+            std::string what = shape_string(c.qkv) + " heads " + std::to_string(c.heads) + " p " +
+                               std::to_string(c.p) + (c.masked ? " masked " : " ") + dtype_name(dtype);
+            const double tolerance = dtype == Dtype::Float64 ? 1e-12 : 1e-5;
+            CHECK_MESSAGE(allclose(fused.value(), composed.value(), tolerance, tolerance), "output " << what);
+            CHECK_MESSAGE(allclose(fused_input.grad(), composed_input.grad(), tolerance, tolerance), "dqkv " << what);
+            CHECK_MESSAGE(fused_generator.offset() == composed_generator.offset(), "draws consumed " << what);
+        }
+    }
+}
+
+TEST_CASE("packed_attention: hand backward equals finite differences") {
+    check_registered_gradients("packed_attention");
+}
+
+TEST_CASE("packed_attention: bad input gives one clear error") {
+    Var qkv(Tensor::zeros({2, 3, 12}, Dtype::Float64));
+    Generator generator(1);
+    CHECK_ERROR_MENTIONS(packed_attention(qkv, Tensor(), 5, 0.0, nullptr), "D divisible by heads = 5");
+    CHECK_ERROR_MENTIONS(packed_attention(Var(Tensor::zeros({2, 12}, Dtype::Float64)), Tensor(), 2, 0.0, nullptr),
+                         "qkv must be [B, T >= 1, 3D]");
+    CHECK_ERROR_MENTIONS(packed_attention(qkv, Tensor(), 2, 0.1, nullptr), "needs a generator");
+    CHECK_ERROR_MENTIONS(packed_attention(qkv, Tensor(), 2, 1.0, &generator), "dropout must be in [0, 1)");
+    CHECK_ERROR_MENTIONS(packed_attention(qkv, Tensor::zeros({2, 4}, Dtype::Float64), 2, 0.0, nullptr),
+                         "key_padding_mask [2, 4] must be [B, T] = [2, 3]");
+    CHECK_ERROR_MENTIONS(
+        packed_attention(qkv, Tensor::from_vector({1, 0, 0, 0, 0, 0}, {2, 3}, Dtype::Float64), 2, 0.0, nullptr),
+        "row 1 of key_padding_mask [2, 3] has no real token");
+}

@@ -20,6 +20,15 @@ void add_matmul_checks(CheckRegistry& registry) {
                       [t = c.transpose](const std::vector<Var>& x) { return matmul(x[0], x[1], t); },
                       {}});
     }
+    // affine: x W^T + b.
+    for (int64_t rows : {1, 5}) {
+        registry.add({"affine", fmt::format("[{},4] · [3,4]^T + [3]", rows),
+                      [rows](Generator& g, Dtype) {
+                          return std::vector<Tensor>{normal(g, {rows, 4}), normal(g, {3, 4}), normal(g, {3})};
+                      },
+                      [](const std::vector<Var>& x) { return affine(x[0], x[1], x[2]); },
+                      {}});
+    }
 }
 
 }  // namespace nce::checks

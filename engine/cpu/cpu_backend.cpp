@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "engine/allocator.h"
+#include "engine/cpu/random_kernels.h"
 #include "engine/random.h"
 
 namespace nce {
@@ -82,26 +83,6 @@ void CpuBackend::fill(Tensor& out, double value) {
         case Dtype::Int64: fill_with(out.data<int64_t>()); break;
     }
 }
-
-namespace {
-
-// Bernoulli(probability) from 53 bits without floating point: uniform = (bits >> 11) · 2^-53,
-// and scaling by a power of two is exact, so
-//   uniform < probability  <=>  (bits >> 11) < probability · 2^53  <=>  (bits >> 11) < ceil(probability · 2^53).
-uint64_t bernoulli_threshold(double probability) { return static_cast<uint64_t>(std::ceil(probability * 0x1.0p53)); }
-
-// out[i] = x[i] · (draw offset + i kept ? scale : 0) for i in [begin, end). Everything is
-// passed by value so the compiler sees no aliasing and vectorises the hashing.
-template <typename T>
-void dropout_elements(const T* __restrict x, T* __restrict out, int64_t begin, int64_t end, uint64_t seed,
-                      uint64_t offset, uint64_t threshold, T scale) {
-    for (int64_t i = begin; i < end; ++i) {
-        uint64_t bits = random_bits::bits(seed, offset + static_cast<uint64_t>(i)) >> 11;
-        out[i] = x[i] * (bits < threshold ? scale : T(0));  // x · mask / keep, as the two-step form
-    }
-}
-
-}  // namespace
 
 void CpuBackend::random(Distribution distribution, uint64_t seed, uint64_t offset, double a, double b, Tensor& out) {
     dispatch_floating(out.dtype(), "random", [&](auto zero) {

@@ -53,28 +53,28 @@ void CpuBackend::layer_norm_backward(const Tensor& x, const Tensor& weight, cons
             for (int64_t r = begin; r < end; ++r) {
                 Eigen::Map<const Row> in(xs + r * width, width), g_out(dys + r * width, width);
                 Eigen::Map<Row> d(dxs + r * width, width);
-                Row xhat = (in - means[r]) * rstds[r];
-                Row g = g_out * w;
-                d = rstds[r] * (g - g.mean() - xhat * (g * xhat).mean());
+                // xhat and g as expressions, not temporaries: no allocation per row.
+                auto xhat = (in - means[r]) * rstds[r];
+                auto g = g_out * w;
+                const T g_mean = g.mean(), g_xhat_mean = (g * xhat).mean();
+                d = rstds[r] * (g - g_mean - xhat * g_xhat_mean);
             }
         });
         // Parameter gradients: sums over rows, split over columns so each column is summed
         // by one task in row order (deterministic).
         T* dw = dweight.data<T>();
         T* db = dbias.data<T>();
+        // The sums build in local arrays (the compiler then vectorises across columns).
         parallel_for(width, 64, [&](int64_t begin, int64_t end) {
-            for (int64_t c = begin; c < end; ++c) {
-                dw[c] = 0;
-                db[c] = 0;
-            }
+            const int64_t count = end - begin;
+            Row weight_sum = Row::Zero(count), bias_sum = Row::Zero(count);
             for (int64_t r = 0; r < rows; ++r) {
-                T mu = means[r], inv = rstds[r];
-                for (int64_t c = begin; c < end; ++c) {
-                    T g = dys[r * width + c];
-                    dw[c] += g * (xs[r * width + c] - mu) * inv;
-                    db[c] += g;
-                }
+                Eigen::Map<const Row> g(dys + r * width + begin, count), in(xs + r * width + begin, count);
+                weight_sum += g * (in - means[r]) * rstds[r];
+                bias_sum += g;
             }
+            Eigen::Map<Row>(dw + begin, count) = weight_sum;
+            Eigen::Map<Row>(db + begin, count) = bias_sum;
         });
     });
 }
