@@ -401,3 +401,37 @@ TEST_CASE("elementwise, unary and reduction ops: bad input gives one clear error
     Var constant_exponent(Tensor::from_vector({2.0, 3.0}, {2}, Dtype::Float64));
     CHECK(pow(base, constant_exponent).value().to_vector() == std::vector<double>{4.0, -1.0});
 }
+
+TEST_CASE("affine: equals matmul plus a broadcast bias, values and gradients, also with constant inputs") {
+    for (Dtype dtype : kFloatDtypes) {
+        for (int64_t rows : {1, 7, 300}) {
+            Generator generator(29);
+            Tensor x = generator.normal({rows, 6}, dtype), weight = generator.normal({5, 6}, dtype);
+            Tensor bias = generator.normal({5}, dtype), upstream = generator.normal({rows, 5}, dtype);
+            const double tolerance = dtype == Dtype::Float64 ? 1e-12 : 1e-5;
+            for (bool x_is_parameter : {true, false}) {
+                Var x1 = x_is_parameter ? Var::parameter(x) : Var(x), x2 = x_is_parameter ? Var::parameter(x) : Var(x);
+                Var w1 = Var::parameter(weight), w2 = Var::parameter(weight);
+                Var b1 = Var::parameter(bias), b2 = Var::parameter(bias);
+                Var fused = affine(x1, w1, b1);
+                Var composed = add(matmul(x2, w2, Transpose::Second), b2);
+                fused.backward(upstream);
+                composed.backward(upstream);
+                std::string what = std::to_string(rows) + " rows " + dtype_name(dtype);
+                CHECK_MESSAGE(allclose(fused.value(), composed.value(), tolerance, tolerance), "y " << what);
+                CHECK_MESSAGE(allclose(w1.grad(), w2.grad(), tolerance, tolerance), "dW " << what);
+                CHECK_MESSAGE(allclose(b1.grad(), b2.grad(), tolerance, tolerance), "db " << what);
+                if (x_is_parameter)
+                    CHECK_MESSAGE(allclose(x1.grad(), x2.grad(), tolerance, tolerance), "dx " << what);
+            }
+        }
+    }
+    Var x(Tensor::zeros({2, 3}, Dtype::Float64));
+    Var weight = Var::parameter(Tensor::zeros({4, 3}, Dtype::Float64));
+    CHECK_ERROR_MENTIONS(affine(x, weight, Var(Tensor::zeros({3}, Dtype::Float64))),
+                         "affine: x must be [N, in], weight [out, in] and bias [out], got x [2, 3], weight [4, 3] and "
+                         "bias [3]");
+    CHECK_ERROR_MENTIONS(affine(x, weight, Var(Tensor::zeros({4}, Dtype::Float32))),
+                         "x, weight and bias must share a dtype, got float64, float64 and float32");
+}
+
