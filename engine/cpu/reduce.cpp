@@ -3,6 +3,7 @@
 // Determinism: every output element is accumulated by one thread in a fixed order, and a
 // reduction to a single value sums fixed-size blocks in parallel and then adds the block
 // sums in order, so results never depend on the thread count.
+#include <Eigen/Core>
 #include <cmath>
 
 #include "engine/cpu/cpu_backend.h"
@@ -67,18 +68,20 @@ void CpuBackend::reduce(ReduceOp op, const Tensor& x, int64_t axis, Tensor& out,
             return;
         }
         // Strided: for each outer index, sweep the n slices of length `inner`, accumulating
-        // elementwise. Split over outer and over chunks of inner.
-        int64_t inner_chunk = std::max<int64_t>(64, std::min<int64_t>(inner, kGrainElements / std::max<int64_t>(1, n)));
+        // elementwise. Split over outer and over chunks of inner: a few chunks per thread,
+        // each wide enough that every slice is one long contiguous read.
+        int64_t inner_chunk = std::max<int64_t>(64, (inner + 4 * num_threads() - 1) / (4 * num_threads()));
         int64_t chunks = (inner + inner_chunk - 1) / inner_chunk;
         parallel_for(outer * chunks, 1, [&](int64_t begin, int64_t end) {
             for (int64_t task = begin; task < end; ++task) {
                 int64_t o = task / chunks, c0 = (task % chunks) * inner_chunk, c1 = std::min(inner, c0 + inner_chunk);
                 T* dst = out_data + o * inner;
                 const T* src = x_data + o * n * inner;
-                if (op == ReduceOp::Sum) {
-                    for (int64_t c = c0; c < c1; ++c) dst[c] = 0;
-                    for (int64_t k = 0; k < n; ++k)
-                        for (int64_t c = c0; c < c1; ++c) dst[c] += src[k * inner + c];
+                if (op == ReduceOp::Sum) {  // in a local array, slice by slice in order
+                    using Slice = Eigen::Array<T, Eigen::Dynamic, 1>;
+                    Slice total = Slice::Zero(c1 - c0);
+                    for (int64_t k = 0; k < n; ++k) total += Eigen::Map<const Slice>(src + k * inner + c0, c1 - c0);
+                    Eigen::Map<Slice>(dst + c0, c1 - c0) = total;
                 } else {
                     for (int64_t c = c0; c < c1; ++c) {
                         T best = src[c];
