@@ -34,7 +34,7 @@ enum class ReduceOp { Sum, Max };
 struct PackedAttention {
     int64_t heads = 1;
     double keep = 1;                  // 1 - the dropout on the probabilities
-    uint64_t seed = 0, offset = 0;    // dropout: element i of P [B, H, T, T] uses draw offset + i
+    uint64_t seed = 0, offset = 0;    // dropout: P [B, H, T, T] is one Bernoulli fill at offset
 };
 
 enum class Distribution { Uniform /* [a, b) */, Normal /* mean a, std b */, Bernoulli /* 1 with probability a */ };
@@ -103,12 +103,12 @@ public:
     virtual void layer_norm_backward(const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& rstd,
                                      const Tensor& dy, Tensor& dx, Tensor& dweight, Tensor& dbias) = 0;
 
-    // Counter-based random numbers: element i is a pure function of (seed, offset + i), so
+    // Counter-based random numbers: element i is a pure function of (seed, offset, i), so
     // the result does not depend on the thread count or the device (see random.h).
     virtual void random(Distribution distribution, uint64_t seed, uint64_t offset, double a, double b,
                         Tensor& out) = 0;
     // Dropout's mask and product in one pass, the mask never stored:
-    //   out[i] = x[i] / keep   where draw offset + i of Bernoulli(keep) is 1,   else 0
+    //   out[i] = x[i] / keep   where element i of a Bernoulli(keep) fill at offset is 1,   else 0
     // with the same draws as random(Bernoulli, seed, offset, keep), so calling it again on the
     // gradient with the same seed and offset applies the same mask.
     virtual void dropout(const Tensor& x, uint64_t seed, uint64_t offset, double keep, Tensor& out) = 0;

@@ -58,7 +58,10 @@ public:
 
     Tensor uniform(const Shape& shape, Dtype dtype, double low = 0.0, double high = 1.0, Device device = Device::CPU);
     Tensor normal(const Shape& shape, Dtype dtype, double mean = 0.0, double std = 1.0, Device device = Device::CPU);
-    // 1 with probability `probability`, else 0, in the given float dtype.
+    // 1 with probability `probability`, else 0, in the given float dtype. Bernoulli elements
+    // take 32 bits each: element i uses half of draw offset + i/2 (the high half for an even
+    // i), 1 when it is below ceil(probability · 2^32), so the probability is exact to 2^-32
+    // and two elements share one hash. The fill still moves the offset past n draws.
     Tensor bernoulli(const Shape& shape, Dtype dtype, double probability, Device device = Device::CPU);
 
     // Scalar draws for host-side choices (shuffles, sampling).
@@ -74,7 +77,7 @@ private:
 };
 
 // Dropout's product with its mask drawn on the fly (Backend::dropout):
-//   out[i] = x[i] / keep where draw offset + i of Bernoulli(keep) under `seed` is 1, else 0.
+//   out[i] = x[i] / keep where element i of a Bernoulli(keep) fill at `offset` is 1, else 0.
 // The same seed and offset give the same mask, so the backward applies it to dL/dy again
 // instead of storing it.
 Tensor apply_dropout_mask(const Tensor& x, uint64_t seed, uint64_t offset, double keep);

@@ -355,7 +355,9 @@ TEST_CASE("packed_attention: equals the composition of engine ops, forward and b
     };
     for (const Case& c : {Case{{2, 5, 24}, 2, 0.0, false}, Case{{3, 7, 24}, 4, 0.0, true},
                           Case{{2, 6, 36}, 3, 0.25, true}, Case{{4, 16, 48}, 4, 0.1, false},
-                          Case{{1, 9, 6}, 1, 0.5, true}}) {
+                          Case{{1, 9, 6}, 1, 0.5, true},
+                          // T odd: every other head's P block starts at an odd element of the fill
+                          Case{{3, 5, 24}, 2, 0.2, true}}) {
         for (Dtype dtype : kFloatDtypes) {
             Generator data(3);
             Tensor packed = data.normal(c.qkv, dtype);

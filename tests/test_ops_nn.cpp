@@ -333,6 +333,29 @@ TEST_CASE("dropout: the gradient is the same mask scaled by 1/(1-p)") {
     check_values(x.grad(), expected, Dtype::Float64, "dropout dx");
 }
 
+// The definition in random.h, spelled out with random_bits: element i of a fill at offset o
+// is the high (even i) or low (odd i) 32 bits of draw o + i/2, kept below ceil(p · 2^32).
+// Odd sizes and offsets, and sizes that split over the threads, hit every parity.
+TEST_CASE("bernoulli: element i is half of draw offset + i/2 below ceil(p · 2^32), for any split") {
+    for (uint64_t start : {uint64_t{0}, uint64_t{1}, uint64_t{12345}}) {
+        for (int64_t n : {1, 2, 7, 4097, 20001}) {
+            const double p = 0.3;
+            Generator generator(8);
+            generator.set_offset(start);
+            std::vector<double> drawn = generator.bernoulli({n}, Dtype::Float64, p).to_vector();
+            CHECK(generator.offset() == start + static_cast<uint64_t>(n));
+            const uint64_t threshold = static_cast<uint64_t>(std::ceil(p * 0x1.0p32));
+            int64_t wrong = 0;
+            for (int64_t i = 0; i < n; ++i) {
+                uint64_t draw = random_bits::bits(8, start + static_cast<uint64_t>(i) / 2);
+                uint64_t half = i % 2 == 0 ? draw >> 32 : draw & 0xffffffffULL;
+                wrong += drawn[static_cast<size_t>(i)] != (half < threshold ? 1.0 : 0.0);
+            }
+            CHECK_MESSAGE(wrong == 0, "n " << n << " offset " << start << ": " << wrong << " elements differ");
+        }
+    }
+}
+
 // The one-pass kernel (mask drawn inside it, not stored) against the two-step form it
 // replaced: mask = bernoulli(1 - p) from the same seed and offset, y = x · (mask / (1 - p)),
 // dx = dy · (mask / (1 - p)). Equal to the bit, over sizes that cross the threads' chunks.

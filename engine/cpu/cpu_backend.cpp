@@ -91,8 +91,7 @@ void CpuBackend::random(Distribution distribution, uint64_t seed, uint64_t offse
         if (distribution == Distribution::Bernoulli) {
             const uint64_t threshold = bernoulli_threshold(a);
             parallel_for(out.numel(), 4096, [&](int64_t begin, int64_t end) {
-                for (int64_t i = begin; i < end; ++i)
-                    data[i] = (random_bits::bits(seed, offset + static_cast<uint64_t>(i)) >> 11) < threshold ? T(1) : T(0);
+                bernoulli_elements<T>(data + begin, end - begin, static_cast<uint64_t>(begin), seed, offset, threshold);
             });
             return;
         }
@@ -119,7 +118,8 @@ void CpuBackend::dropout(const Tensor& x, uint64_t seed, uint64_t offset, double
         const uint64_t threshold = bernoulli_threshold(keep);
         const T scale = static_cast<T>(1 / keep);
         parallel_for(x.numel(), 4096, [&](int64_t begin, int64_t end) {
-            dropout_elements<T>(in, data, begin, end, seed, offset, threshold, scale);
+            dropout_elements<T>(in + begin, data + begin, end - begin, static_cast<uint64_t>(begin), seed, offset,
+                                threshold, scale);
         });
     });
 }

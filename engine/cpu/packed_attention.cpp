@@ -22,7 +22,7 @@ struct Head {
     const T* q;  // [T, dh], leading dimension 3D
     const T* k;
     const T* v;
-    int64_t first_draw;  // its P block's first element in [B, H, T, T]
+    int64_t first_element;  // its P block's first element in [B, H, T, T]
 };
 
 struct Sizes {
@@ -76,7 +76,7 @@ void CpuBackend::packed_attention(const Tensor& qkv, const Tensor& key_mask, con
             for (int64_t entry = begin; entry < end; ++entry) {
                 const Head<T> head = head_of(qkv_data, s, entry);
                 const int64_t b = entry / s.heads, h = entry % s.heads;
-                T* p = p_data + head.first_draw;  // [T, T]
+                T* p = p_data + head.first_element;  // [T, T]
                 // S = Q K^T · scale, into P's block.
                 blas_gemm_on_this_thread<T>(false, true, n, n, s.head_dim, static_cast<T>(s.scale), head.q, ld_qkv,
                                             head.k, ld_qkv, T(0), p, n);
@@ -94,9 +94,8 @@ void CpuBackend::packed_attention(const Tensor& qkv, const Tensor& key_mask, con
                 }
                 const T* used = p;  // dropout(P)
                 if (drop) {
-                    dropout_elements<T>(p, dropped, 0, n * n, attention.seed,
-                                        attention.offset + static_cast<uint64_t>(head.first_draw), threshold,
-                                        inverse_keep);
+                    dropout_elements<T>(p, dropped, n * n, static_cast<uint64_t>(head.first_element), attention.seed,
+                                        attention.offset, threshold, inverse_keep);
                     used = dropped;
                 }
                 // O = dropout(P) V, into columns h·dh of out [B, T, D].
@@ -122,13 +121,13 @@ void CpuBackend::packed_attention_backward(const Tensor& qkv, const Tensor& prob
         const T inverse_keep = static_cast<T>(1 / attention.keep);
         const T scale = static_cast<T>(s.scale);
         parallel_for(s.batch * s.heads, 1, [&](int64_t begin, int64_t end) {
-            T* first = scratch<T>(2 * n * n);
-            T* second = first + n * n;
+            T* scratch_r = scratch<T>(2 * n * n);  // R = dropout(P), later dP
+            T* second = scratch_r + n * n;
             for (int64_t entry = begin; entry < end; ++entry) {
                 const Head<T> head = head_of(qkv_data, s, entry);
                 const int64_t b = entry / s.heads, h = entry % s.heads;
-                const uint64_t draws = attention.offset + static_cast<uint64_t>(head.first_draw);
-                const T* p = p_data + head.first_draw;
+                const uint64_t first = static_cast<uint64_t>(head.first_element);
+                const T* p = p_data + head.first_element;
                 const T* d_out = dout_data + b * n * s.model_dim + h * s.head_dim;  // dO [T, dh], ld D
                 T* d_q = dqkv_data + b * n * ld_qkv + h * s.head_dim;
                 T* d_k = d_q + s.model_dim;
@@ -136,8 +135,9 @@ void CpuBackend::packed_attention_backward(const Tensor& qkv, const Tensor& prob
                 // dV = dropout(P)^T dO
                 const T* used = p;
                 if (drop) {
-                    dropout_elements<T>(p, first, 0, n * n, attention.seed, draws, threshold, inverse_keep);
-                    used = first;
+                    dropout_elements<T>(p, scratch_r, n * n, first, attention.seed, attention.offset, threshold,
+                                        inverse_keep);
+                    used = scratch_r;
                 }
                 blas_gemm_on_this_thread<T>(true, false, n, s.head_dim, n, T(1), used, n, d_out, s.model_dim, T(0), d_v,
                                             ld_qkv);
@@ -146,8 +146,9 @@ void CpuBackend::packed_attention_backward(const Tensor& qkv, const Tensor& prob
                                             T(0), second, n);
                 T* d_p = second;
                 if (drop) {
-                    dropout_elements<T>(second, first, 0, n * n, attention.seed, draws, threshold, inverse_keep);
-                    d_p = first;
+                    dropout_elements<T>(second, scratch_r, n * n, first, attention.seed, attention.offset, threshold,
+                                        inverse_keep);
+                    d_p = scratch_r;
                 }
                 // dS = P ⊙ (dP - rowsum(dP ⊙ P)), written over d_p.
                 for (int64_t i = 0; i < n; ++i) {

@@ -28,7 +28,7 @@ namespace nce {
 // This is the composition reshape -> permute -> matmul -> softmax -> dropout -> matmul ->
 // permute, in one op: the heads are strided views into qkv instead of permuted copies, and
 // each head's [T, T] blocks stay in one thread's cache while they are used. The mask M is
-// counter-based draws (random.h): element i of P [B, H, T, T] uses draw offset + i, the
+// counter-based draws (random.h): P [B, H, T, T] is one Bernoulli fill at the offset, the
 // same draws dropout() would make on P, so the backward draws M again instead of storing it.
 // The backward keeps qkv and P.
 Var packed_attention(const Var& qkv, const Tensor& key_padding_mask, int64_t heads, double dropout,
