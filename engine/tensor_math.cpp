@@ -255,11 +255,9 @@ Tensor repeat_rows(const Tensor& row, int64_t count) {
     NCE_CHECK(row.rank() == 1, "repeat_rows: the row must be 1-D, got {}", shape_string(row.shape()));
     NCE_CHECK(count >= 0, "repeat_rows: count must be >= 0, got {}", count);
     Tensor out = Tensor::empty({count, row.size(0)}, row.dtype(), row.device());
-    if (count == 0) return out;
-    backend_of(row).copy_along_axis(row.reshape({1, row.size(0)}), 0, out, 0, 0, 1, false);
-    // Doubling: rows [0, done) are copied to [done, 2·done), one block copy each time.
-    for (int64_t done = 1; done < count; done *= 2)
-        backend_of(out).copy_along_axis(out, 0, out, done, 0, std::min(done, count - done), false);
+    // Row 0 of a one-row table, `count` times (the rows are copied in parallel).
+    Tensor all_first = Tensor::zeros({count}, Dtype::Int64, row.device());
+    backend_of(row).index_select_rows(row.reshape({1, row.size(0)}), all_first, out);
     return out;
 }
 
