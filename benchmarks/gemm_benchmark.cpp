@@ -1,5 +1,8 @@
-// GEMM throughput: the engine's Tensor-level matmul against calling cblas_*gemm directly
-// on the same inputs, so the table shows what the engine's layer above OpenBLAS costs.
+// GEMM throughput: the engine's Tensor-level matmul (its output split over the engine's
+// threads, each piece one single-threaded OpenBLAS call: engine/blas.h) against one
+// cblas_*gemm call on the same inputs threaded by OpenBLAS itself, so the table shows what
+// the engine's layer and its way of threading cost or gain over OpenBLAS's own. It also
+// measures the machine's fp32 FMA peak, the ceiling both are held against.
 //
 // Shapes: a square 1024^3 product, and the similarity matrix of a contrastive batch,
 // q [4096, 384] · p [4096, 384]^T -> [4096, 4096] (4096 embeddings of width 384 against
@@ -18,7 +21,12 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
+
+#if defined(__AVX512F__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 #include "engine/nce.h"
 
@@ -71,12 +79,14 @@ void cblas_product(const GemmCase& c, const Tensor& a, const Tensor& b, Tensor& 
     auto op_b = c.second_transposed ? CblasTrans : CblasNoTrans;
     int m = static_cast<int>(c.m), n = static_cast<int>(c.n), k = static_cast<int>(c.k);
     int ldb = c.second_transposed ? k : n;
+    openblas_set_num_threads(nce::num_threads());  // OpenBLAS's own threads, for this call only
     if (c.dtype == Dtype::Float32)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, op_b, m, n, k, 1.0f, a.data<float>(), k, b.data<float>(), ldb, 0.0f,
                     out.data<float>(), n);
     else
         cblas_dgemm(CblasRowMajor, CblasNoTrans, op_b, m, n, k, 1.0, a.data<double>(), k, b.data<double>(), ldb, 0.0,
                     out.data<double>(), n);
+    openblas_set_num_threads(1);  // back to the engine's setting
 }
 
 void run_case(const GemmCase& c, int repeats, nce::Generator& generator) {
@@ -100,6 +110,62 @@ void run_case(const GemmCase& c, int repeats, nce::Generator& generator) {
                engine_gflops / cblas_gflops, difference);
 }
 
+// The fp32 peak this machine reaches, measured rather than taken from a data sheet: every
+// thread runs fused multiply-adds on 12 independent vector registers (enough to keep two FMA
+// ports busy through the instruction's latency), with no memory traffic; GFLOP/s counts 2 per
+// lane per FMA. Under AVX-512 the cores run at their AVX-512 clock, as they do in a GEMM.
+// measured_fma_peak_gflops returns 0 when the build has neither AVX-512 nor AVX2.
+#if defined(__AVX512F__)
+using FmaVector = __m512;
+constexpr int kFmaLanes = 16;
+inline FmaVector fma_broadcast(float x) { return _mm512_set1_ps(x); }
+inline FmaVector fma_step(FmaVector a, FmaVector b, FmaVector c) { return _mm512_fmadd_ps(a, b, c); }
+#elif defined(__AVX2__)
+using FmaVector = __m256;
+constexpr int kFmaLanes = 8;
+inline FmaVector fma_broadcast(float x) { return _mm256_set1_ps(x); }
+inline FmaVector fma_step(FmaVector a, FmaVector b, FmaVector c) { return _mm256_fmadd_ps(a, b, c); }
+#endif
+
+#if defined(__AVX512F__) || defined(__AVX2__)
+constexpr int kFmaRegisters = 12;
+
+// `iterations` rounds of one FMA on each register; returns their sum so the work stays.
+__attribute__((noinline)) float fma_rounds(long iterations) {
+    FmaVector accumulators[kFmaRegisters];
+    for (int r = 0; r < kFmaRegisters; ++r) accumulators[r] = fma_broadcast(0.001f * static_cast<float>(r));
+    const FmaVector scale = fma_broadcast(0.9999f), shift = fma_broadcast(1e-5f);
+    for (long i = 0; i < iterations; ++i) {
+#pragma GCC unroll 12
+        for (int r = 0; r < kFmaRegisters; ++r) accumulators[r] = fma_step(accumulators[r], scale, shift);
+    }
+    float total = 0;
+    for (int r = 0; r < kFmaRegisters; ++r) {
+        float lanes[kFmaLanes];
+        std::memcpy(lanes, &accumulators[r], sizeof(lanes));
+        for (float lane : lanes) total += lane;
+    }
+    return total;
+}
+#endif
+
+double measured_fma_peak_gflops(int threads) {
+#if defined(__AVX512F__) || defined(__AVX2__)
+    constexpr long kIterations = 100'000'000;
+    std::vector<float> sink(static_cast<size_t>(threads));
+    auto start = std::chrono::steady_clock::now();
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t) pool.emplace_back([&sink, t] { sink[static_cast<size_t>(t)] = fma_rounds(kIterations); });
+    sink[0] = fma_rounds(kIterations);
+    for (std::thread& thread : pool) thread.join();
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return 2.0 * kFmaLanes * kFmaRegisters * static_cast<double>(kIterations) * threads / seconds / 1e9;
+#else
+    (void)threads;
+    return 0;
+#endif
+}
+
 int parse_repeats(int argc, char** argv) {
     int repeats = 7;
     for (int i = 1; i < argc; ++i) {
@@ -118,13 +184,17 @@ int parse_repeats(int argc, char** argv) {
 int main(int argc, char** argv) {
     try {
         int repeats = parse_repeats(argc, argv);
-        int threads = nce::num_threads();  // also sets OpenBLAS's thread count
+        int threads = nce::num_threads();
         const char* coretype = std::getenv("OPENBLAS_CORETYPE");
         fmt::print("gemm_benchmark: engine matmul vs cblas_*gemm, median of {} runs each (alternating) after {} warm-ups\n", repeats,
                    kWarmupRuns);
         fmt::print("threads {} | OpenBLAS core {} | OPENBLAS_CORETYPE={}\n", threads, nce::blas_core_name(),
                    coretype != nullptr ? coretype : "(unset)");
-        fmt::print("openblas_get_config: {}\n\n", openblas_get_config());
+        fmt::print("openblas_get_config: {}\n", openblas_get_config());
+        if (double peak = measured_fma_peak_gflops(threads); peak > 0)
+            fmt::print("measured fp32 FMA peak on {} threads: {:.0f} GFLOP/s (independent FMAs, no memory traffic)\n",
+                       threads, peak);
+        fmt::print("\n");
         fmt::print("{:<34} {:<8} {:>10} {:>10} {:>10} {:>10} {:>8} {:>12}\n", "product", "dtype", "engine ms",
                    "cblas ms", "engine GF/s", "cblas GF/s", "ratio", "max |diff|");
 
