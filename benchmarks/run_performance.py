@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The performance issue's five items, nce against PyTorch side by side, in one run.
 
-    /usr/bin/python3 benchmarks/run_performance.py [--build build] [--threads 2] [--reps 3]
+    /usr/bin/python3 benchmarks/run_performance.py [--build build] [--threads 2] [--reps 3] [--warmup 2]
                                                   [--quick] [--skip-large] [--out benchmarks/results]
 
 Both sides run with OPENBLAS_CORETYPE unset (OpenBLAS picks its kernels for this CPU) and
@@ -51,6 +51,9 @@ def parse_arguments():
     parser.add_argument("--build", default="build", help="build directory holding apps/nce (default: build)")
     parser.add_argument("--threads", type=int, default=2, help="threads for both sides (default 2)")
     parser.add_argument("--reps", type=int, default=3, help="timed repetitions per configuration (default 3)")
+    parser.add_argument("--warmup", type=int, default=2,
+                        help="untimed runs first, both sides (default 2: a fresh process's first calls fault in "
+                             "its memory and start its threads)")
     parser.add_argument("--peak-gflops", type=float, default=480.0,
                         help="fp32 peak of 2 cores in GFLOP/s (default 480: 2 cores of this machine, AVX-512)")
     parser.add_argument("--quick", action="store_true",
@@ -225,8 +228,9 @@ def main():
     print(f"run_performance: {started}, {os.cpu_count()} cores, load average {load}")
     print(f"threads {threads} on both sides; OPENBLAS_CORETYPE unset for both (environment had "
           f"{os.environ.get('OPENBLAS_CORETYPE', 'it unset')}); torch: ATEN_CPU_CAPABILITY=avx512, "
-          f"OMP_WAIT_POLICY=PASSIVE; median of {arguments.reps} after 1 warm-up; fp32 peak {peak:.0f} GFLOP/s\n")
+          f"OMP_WAIT_POLICY=PASSIVE; median of {arguments.reps} after {arguments.warmup} warm-up; fp32 peak {peak:.0f} GFLOP/s\n")
     targets = {}
+    warmup = ["--warmup", str(arguments.warmup)]
     sizes = LOSS_SIZES[:2] if arguments.quick else LOSS_SIZES
 
     # 1 (and the loss half of 5): the loss at each N.
@@ -234,7 +238,7 @@ def main():
     loss_results = {}
     for name in LOSSES:
         for n in sizes:
-            loss_results[(name, n)] = runner.pair("loss", [name, "--n", str(n), "--d", str(LOSS_DIM)])
+            loss_results[(name, n)] = runner.pair("loss", [name, "--n", str(n), "--d", str(LOSS_DIM), *warmup])
     rows = []
     for (name, n), (nce, torch) in loss_results.items():
         efficiency = loss_gflop(n, LOSS_DIM) / (nce["median_ms"] / 1000) / peak if ok(nce) else None
@@ -261,7 +265,7 @@ def main():
 
     # 3 and 4: the two training steps at the issue's shapes.
     print("3-4. one training step (zero_grad, encode, loss, backward, AdamW)")
-    steps = {model: runner.pair("step", ["--model", model, "--batch", str(batch), "--seq", str(seq)])
+    steps = {model: runner.pair("step", ["--model", model, "--batch", str(batch), "--seq", str(seq), *warmup])
              for model, batch, seq in [("sig_predictor", 64, 64), ("text_encoder", 32, 32)]}
     rows = []
     for (model, (nce, torch)), (batch, seq) in zip(steps.items(), [(64, 64), (32, 32)]):
@@ -293,7 +297,7 @@ def main():
             if value == 64:
                 growth[(axis, value)] = steps["sig_predictor"]
                 continue
-            growth[(axis, value)] = runner.pair("step", ["--model", "sig_predictor", f"--{axis}", str(value), *fixed])
+            growth[(axis, value)] = runner.pair("step", ["--model", "sig_predictor", f"--{axis}", str(value), *fixed, *warmup])
     rows = [[axis, value, number(nce.get("median_ms"), "{:.1f}"), number(torch.get("median_ms"), "{:.1f}"),
              number(speedup(nce, torch))] for (axis, value), (nce, torch) in growth.items()]
     table(["varied (other = 64)", "value", "nce ms", "torch ms", "speedup"], rows)
