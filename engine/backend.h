@@ -112,6 +112,10 @@ public:
     // with the same draws as random(Bernoulli, seed, offset, keep), so calling it again on the
     // gradient with the same seed and offset applies the same mask.
     virtual void dropout(const Tensor& x, uint64_t seed, uint64_t offset, double keep, Tensor& out) = 0;
+    // relu, then the same dropout, in one pass: out[i] = max(x[i], 0) / keep where kept, else 0.
+    virtual void relu_dropout(const Tensor& x, uint64_t seed, uint64_t offset, double keep, Tensor& out) = 0;
+    // Its backward from its output y: dx[i] = dy[i] / keep where y[i] != 0, else 0.
+    virtual void relu_dropout_backward(const Tensor& y, const Tensor& dy, double keep, Tensor& dx) = 0;
 
     // Attention over packed qkv [B, T, 3D]; key_mask [B, T] in qkv's dtype (nonzero = real
     // key) or undefined for none. Writes out [B, T, D] (the heads side by side) and

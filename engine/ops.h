@@ -96,6 +96,9 @@ Var layer_norm(const Var& x, const Var& weight, const Var& bias, double eps = 1e
 // Zeroes each element with probability p and scales the rest by 1/(1-p); the mask comes
 // from `generator`. Identity when not training or p = 0.
 Var dropout(const Var& x, double p, Generator& generator, bool training);
+// dropout(relu(x)) in one op: the same values and the same draws as the two ops, one pass
+// each way. relu(x) when not training or p = 0.
+Var relu_dropout(const Var& x, double p, Generator& generator, bool training);
 
 // ---- masked_mean_pool.cpp ----
 // x [B, T, D], mask [B, T] (nonzero = token, 0 = padding; any dtype) -> [B, D]: the mean

@@ -81,5 +81,9 @@ private:
 // The same seed and offset give the same mask, so the backward applies it to dL/dy again
 // instead of storing it.
 Tensor apply_dropout_mask(const Tensor& x, uint64_t seed, uint64_t offset, double keep);
+// relu, then the same dropout, in one pass (Backend::relu_dropout), and its backward from its
+// output y: dx = dy / keep where y != 0, else 0 (Backend::relu_dropout_backward).
+Tensor apply_relu_dropout_mask(const Tensor& x, uint64_t seed, uint64_t offset, double keep);
+Tensor relu_dropout_backward(const Tensor& y, const Tensor& dy, double keep);
 
 }  // namespace nce

@@ -34,8 +34,11 @@ TransformerEncoderLayer::TransformerEncoderLayer(const TransformerEncoderLayerOp
 }
 
 // ff(x) = linear2(dropout(activation(linear1(x))))     [B, T, D] -> [B, T, F] -> [B, T, D]
+// relu and its dropout run as one op (the same values and draws as the two, one pass).
 Var TransformerEncoderLayer::feed_forward(const Var& x, Generator* generator) const {
     Var hidden = linear1.forward(x);  // [B, T, F]
+    if (options_.activation == Activation::Relu && dropout.training() && dropout.p() > 0 && generator != nullptr)
+        return linear2.forward(relu_dropout(hidden, dropout.p(), *generator, true));  // [B, T, D]
     hidden = options_.activation == Activation::Relu ? relu(hidden) : gelu(hidden, GeluApproximation::Erf);
     return linear2.forward(dropout.forward(hidden, generator));  // [B, T, D]
 }

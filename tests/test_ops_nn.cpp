@@ -382,6 +382,34 @@ TEST_CASE("dropout: the one-pass kernel equals the two-step reference x · berno
     }
 }
 
+TEST_CASE("relu_dropout: equals dropout(relu(x)) to the bit, forward and backward, with the same draws") {
+    for (Dtype dtype : kFloatDtypes) {
+        for (double p : {0.1, 0.5}) {
+            for (const Shape& shape : {Shape{9}, Shape{37, 129}, Shape{3, 4, 5000}}) {
+                Generator data(6);
+                Tensor x = data.normal(shape, dtype), upstream = data.normal(shape, dtype);
+                Var fused_input = Var::parameter(x), composed_input = Var::parameter(x);
+                Generator fused_generator(13), composed_generator(13);
+                fused_generator.set_offset(77);
+                composed_generator.set_offset(77);
+                Var fused = relu_dropout(fused_input, p, fused_generator, true);
+                Var composed = dropout(relu(composed_input), p, composed_generator, true);
+                fused.backward(upstream);
+                composed.backward(upstream);
+                std::string what = shape_string(shape) + " p " + std::to_string(p) + " " + dtype_name(dtype);
+                CHECK_MESSAGE(fused.value().to_vector() == composed.value().to_vector(), "y " << what);
+                CHECK_MESSAGE(fused_input.grad().to_vector() == composed_input.grad().to_vector(), "dx " << what);
+                CHECK_MESSAGE(fused_generator.offset() == composed_generator.offset(), "draws " << what);
+            }
+        }
+    }
+    Generator generator(1);
+    Var x(Tensor::from_vector({-1.0, 2.0}, {2}, Dtype::Float64));
+    CHECK(relu_dropout(x, 0.3, generator, false).value().to_vector() == std::vector<double>{0.0, 2.0});
+    CHECK(generator.offset() == 0);
+    CHECK_ERROR_MENTIONS(relu_dropout(x, 1.0, generator, true), "relu_dropout: p must be in [0, 1)");
+}
+
 TEST_CASE("dropout: identity in eval mode and for p = 0, without drawing from the generator") {
     for (Dtype dtype : kFloatDtypes) {
         Generator generator(5);

@@ -1,6 +1,7 @@
 // Memory, copies, fills and random numbers on the CPU, and the backend registry.
 #include "engine/cpu/cpu_backend.h"
 
+#include <Eigen/Core>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -120,6 +121,35 @@ void CpuBackend::dropout(const Tensor& x, uint64_t seed, uint64_t offset, double
         parallel_for(x.numel(), 4096, [&](int64_t begin, int64_t end) {
             dropout_elements<T>(in + begin, data + begin, end - begin, static_cast<uint64_t>(begin), seed, offset,
                                 threshold, scale);
+        });
+    });
+}
+
+void CpuBackend::relu_dropout(const Tensor& x, uint64_t seed, uint64_t offset, double keep, Tensor& out) {
+    dispatch_floating(x.dtype(), "relu_dropout", [&](auto zero) {
+        using T = decltype(zero);
+        const T* in = x.data<T>();
+        T* data = out.data<T>();
+        const uint64_t threshold = bernoulli_threshold(keep);
+        const T scale = static_cast<T>(1 / keep);
+        parallel_for(x.numel(), 4096, [&](int64_t begin, int64_t end) {
+            relu_dropout_elements<T>(in + begin, data + begin, end - begin, static_cast<uint64_t>(begin), seed, offset,
+                                     threshold, scale);
+        });
+    });
+}
+
+void CpuBackend::relu_dropout_backward(const Tensor& y, const Tensor& dy, double keep, Tensor& dx) {
+    dispatch_floating(y.dtype(), "relu_dropout backward", [&](auto zero) {
+        using T = decltype(zero);
+        using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+        const T* y_data = y.data<T>();
+        const T* dy_data = dy.data<T>();
+        T* dx_data = dx.data<T>();
+        const T scale = static_cast<T>(1 / keep);
+        parallel_for(y.numel(), 4096, [&](int64_t begin, int64_t end) {
+            Eigen::Map<const Array> kept(y_data + begin, end - begin), upstream(dy_data + begin, end - begin);
+            Eigen::Map<Array>(dx_data + begin, end - begin) = (kept != T(0)).select(upstream * scale, T(0));
         });
     });
 }

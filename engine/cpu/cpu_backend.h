@@ -37,6 +37,8 @@ public:
                              const Tensor& dy, Tensor& dx, Tensor& dweight, Tensor& dbias) override;
     void random(Distribution distribution, uint64_t seed, uint64_t offset, double a, double b, Tensor& out) override;
     void dropout(const Tensor& x, uint64_t seed, uint64_t offset, double keep, Tensor& out) override;
+    void relu_dropout(const Tensor& x, uint64_t seed, uint64_t offset, double keep, Tensor& out) override;
+    void relu_dropout_backward(const Tensor& y, const Tensor& dy, double keep, Tensor& dx) override;
     void packed_attention(const Tensor& qkv, const Tensor& key_mask, const PackedAttention& attention,
                           Tensor& probabilities, Tensor& out) override;
     void packed_attention_backward(const Tensor& qkv, const Tensor& probabilities, const Tensor& dout,

@@ -61,6 +61,17 @@ NCE_WIDE_VECTORS void dropout_elements(const T* __restrict x, T* __restrict out,
                        [x, out, scale](int64_t i, bool kept) { out[i] = x[i] * (kept ? scale : T(0)); });
 }
 
+// out[i] = max(x[i], 0) · (element first + i kept ? scale : 0): relu, then dropout, as the
+// two-step form computes them.
+template <typename T>
+NCE_WIDE_VECTORS void relu_dropout_elements(const T* __restrict x, T* __restrict out, int64_t count, uint64_t first,
+                                            uint64_t seed, uint64_t offset, uint64_t threshold, T scale) {
+    for_each_bernoulli(count, first, seed, offset, threshold, [x, out, scale](int64_t i, bool kept) {
+        T positive = x[i] > T(0) ? x[i] : T(0);  // relu(x) = max(x, 0)
+        out[i] = positive * (kept ? scale : T(0));
+    });
+}
+
 // out[i] = 1 if element first + i is kept, else 0, for i in [0, count).
 template <typename T>
 NCE_WIDE_VECTORS void bernoulli_elements(T* __restrict out, int64_t count, uint64_t first, uint64_t seed,
