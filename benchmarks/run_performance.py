@@ -5,7 +5,8 @@
                                                   [--quick] [--skip-large] [--out benchmarks/results]
 
 Both sides run with OPENBLAS_CORETYPE unset (OpenBLAS picks its kernels for this CPU) and
-the same thread count: nce through NCE_NUM_THREADS and --threads, PyTorch through
+the same thread count: nce through NCE_NUM_THREADS and --threads (with OPENBLAS_NUM_THREADS=1:
+nce splits the GEMMs over its own threads and never uses OpenBLAS's), PyTorch through
 torch.set_num_threads with ATEN_CPU_CAPABILITY=avx512 and OMP_WAIT_POLICY=PASSIVE. Every
 configuration is one process per side (so peak_rss_mib, getrusage's ru_maxrss, is that
 configuration's), nce then PyTorch, back to back. Each side prints one JSON line:
@@ -76,7 +77,10 @@ class Runner:
                                 "apps", "nce")
         base = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
         threads = str(arguments.threads)
-        self.nce_env = dict(base, NCE_NUM_THREADS=threads)
+        # nce runs OpenBLAS single-threaded (engine/blas.h); OPENBLAS_NUM_THREADS=1 keeps
+        # OpenBLAS from starting worker threads at load that nce never uses (they spin for
+        # about 0.1 s before they sleep, which doubles a short run such as N = 1024).
+        self.nce_env = dict(base, NCE_NUM_THREADS=threads, OPENBLAS_NUM_THREADS="1")
         self.torch_env = dict(base, ATEN_CPU_CAPABILITY="avx512", OMP_WAIT_POLICY="PASSIVE", OMP_NUM_THREADS=threads)
         self.records = []
 
@@ -226,7 +230,8 @@ def main():
     with open("/proc/loadavg") as loadavg:
         load = " ".join(loadavg.read().split()[:3])
     print(f"run_performance: {started}, {os.cpu_count()} cores, load average {load}")
-    print(f"threads {threads} on both sides; OPENBLAS_CORETYPE unset for both (environment had "
+    print(f"threads {threads} on both sides (nce: OPENBLAS_NUM_THREADS=1, its GEMMs split over its own threads); "
+          f"OPENBLAS_CORETYPE unset for both (environment had "
           f"{os.environ.get('OPENBLAS_CORETYPE', 'it unset')}); torch: ATEN_CPU_CAPABILITY=avx512, "
           f"OMP_WAIT_POLICY=PASSIVE; median of {arguments.reps} after {arguments.warmup} warm-up; fp32 peak {peak:.0f} GFLOP/s\n")
     targets = {}
