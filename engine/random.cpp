@@ -31,10 +31,19 @@ int64_t Generator::next_index(int64_t n) {
     return static_cast<int64_t>(random_bits::bits(seed_, offset_++) % static_cast<uint64_t>(n));
 }
 
+namespace {
+
+// Checks a dropout's input and keep probability; returns its (uninitialised) output.
+Tensor dropout_output(const Tensor& x, double keep, const char* op) {
+    NCE_CHECK(is_floating(x.dtype()), "{}: dtype must be float32 or float64, got {}", op, dtype_name(x.dtype()));
+    NCE_CHECK(keep > 0 && keep <= 1, "{}: the keep probability must be in (0, 1], got {}", op, keep);
+    return Tensor::empty(x.shape(), x.dtype(), x.device());
+}
+
+}  // namespace
+
 Tensor apply_relu_dropout_mask(const Tensor& x, uint64_t seed, uint64_t offset, double keep) {
-    NCE_CHECK(is_floating(x.dtype()), "relu_dropout: dtype must be float32 or float64, got {}", dtype_name(x.dtype()));
-    NCE_CHECK(keep > 0 && keep <= 1, "relu_dropout: the keep probability must be in (0, 1], got {}", keep);
-    Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+    Tensor out = dropout_output(x, keep, "relu_dropout");
     backend_for(x.device()).relu_dropout(x, seed, offset, keep, out);
     return out;
 }
@@ -46,9 +55,7 @@ Tensor relu_dropout_backward(const Tensor& y, const Tensor& dy, double keep) {
 }
 
 Tensor apply_dropout_mask(const Tensor& x, uint64_t seed, uint64_t offset, double keep) {
-    NCE_CHECK(is_floating(x.dtype()), "dropout: dtype must be float32 or float64, got {}", dtype_name(x.dtype()));
-    NCE_CHECK(keep > 0 && keep <= 1, "dropout: the keep probability must be in (0, 1], got {}", keep);
-    Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+    Tensor out = dropout_output(x, keep, "dropout");
     backend_for(x.device()).dropout(x, seed, offset, keep, out);
     return out;
 }

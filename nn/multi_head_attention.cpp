@@ -17,22 +17,6 @@ int64_t checked_embed_dim(int64_t embed_dim, int64_t num_heads, double dropout) 
     return embed_dim;
 }
 
-// Throws unless the mask is [B, T] and every row has a real token (a nonzero entry).
-void check_key_padding_mask(const Tensor& key_padding_mask, int64_t batch, int64_t tokens) {
-    NCE_CHECK(key_padding_mask.rank() == 2 && key_padding_mask.size(0) == batch && key_padding_mask.size(1) == tokens,
-              "MultiHeadAttention: key_padding_mask {} must be [B, T] = [{}, {}] (nonzero = real token)",
-              shape_string(key_padding_mask.shape()), batch, tokens);
-    std::vector<double> values = key_padding_mask.to(Device::CPU).to(Dtype::Float64).to_vector();
-    for (int64_t b = 0; b < batch; ++b) {
-        bool has_token = false;
-        for (int64_t t = 0; t < tokens; ++t) has_token = has_token || values[static_cast<size_t>(b * tokens + t)] != 0;
-        NCE_CHECK(has_token,
-                  "MultiHeadAttention: row {} of key_padding_mask {} has no real token; every row needs at least "
-                  "one nonzero entry",
-                  b, shape_string(key_padding_mask.shape()));
-    }
-}
-
 }  // namespace
 
 MultiHeadAttention::MultiHeadAttention(int64_t embed_dim, int64_t num_heads, double dropout, Generator& generator,
@@ -54,9 +38,7 @@ Var MultiHeadAttention::forward(const Var& x, const Tensor& key_padding_mask, Ge
     const int64_t dim = embed_dim();
     NCE_CHECK(x.value().rank() == 3 && x.size(2) == dim, "MultiHeadAttention: x must be [B, T, {}], got {}", dim,
               shape_string(x.shape()));
-    const int64_t batch = x.size(0), tokens = x.size(1), heads = num_heads_;
-    if (key_padding_mask.defined()) check_key_padding_mask(key_padding_mask, batch, tokens);
-
+    // packed_attention checks the key padding mask: [B, T], a real token in every row.
     // [B, T, D] -> qkv [B, T, 3D] = [q | k | v] in one GEMM; the packed attention reads each
     // head's columns in place and returns the heads side by side again, [B, T, D].
     Var qkv = linear(x, in_proj_weight, in_proj_bias);
@@ -65,7 +47,7 @@ Var MultiHeadAttention::forward(const Var& x, const Tensor& key_padding_mask, Ge
               "MultiHeadAttention: training mode with dropout {} needs a generator; pass one, or call "
               "train(false)",
               dropout_);
-    Var merged = packed_attention(qkv, key_padding_mask, heads, drop ? dropout_ : 0.0, generator);  // [B, T, D]
+    Var merged = packed_attention(qkv, key_padding_mask, num_heads_, drop ? dropout_ : 0.0, generator);  // [B, T, D]
     return out_proj.forward(merged);
 }
 

@@ -111,32 +111,35 @@ void CpuBackend::random(Distribution distribution, uint64_t seed, uint64_t offse
     });
 }
 
-void CpuBackend::dropout(const Tensor& x, uint64_t seed, uint64_t offset, double keep, Tensor& out) {
-    dispatch_floating(x.dtype(), "dropout", [&](auto zero) {
+namespace {
+
+// Dropout, or relu then dropout, over x in chunks on the engine's threads (random_kernels.h).
+template <bool relu_first>
+void dropout_pass(const Tensor& x, uint64_t seed, uint64_t offset, double keep, Tensor& out) {
+    dispatch_floating(x.dtype(), relu_first ? "relu_dropout" : "dropout", [&](auto zero) {
         using T = decltype(zero);
         const T* in = x.data<T>();
         T* data = out.data<T>();
         const uint64_t threshold = bernoulli_threshold(keep);
         const T scale = static_cast<T>(1 / keep);
         parallel_for(x.numel(), 4096, [&](int64_t begin, int64_t end) {
-            dropout_elements<T>(in + begin, data + begin, end - begin, static_cast<uint64_t>(begin), seed, offset,
-                                threshold, scale);
+            const uint64_t first = static_cast<uint64_t>(begin);
+            if constexpr (relu_first)
+                relu_dropout_elements<T>(in + begin, data + begin, end - begin, first, seed, offset, threshold, scale);
+            else
+                dropout_elements<T>(in + begin, data + begin, end - begin, first, seed, offset, threshold, scale);
         });
     });
 }
 
+}  // namespace
+
+void CpuBackend::dropout(const Tensor& x, uint64_t seed, uint64_t offset, double keep, Tensor& out) {
+    dropout_pass<false>(x, seed, offset, keep, out);
+}
+
 void CpuBackend::relu_dropout(const Tensor& x, uint64_t seed, uint64_t offset, double keep, Tensor& out) {
-    dispatch_floating(x.dtype(), "relu_dropout", [&](auto zero) {
-        using T = decltype(zero);
-        const T* in = x.data<T>();
-        T* data = out.data<T>();
-        const uint64_t threshold = bernoulli_threshold(keep);
-        const T scale = static_cast<T>(1 / keep);
-        parallel_for(x.numel(), 4096, [&](int64_t begin, int64_t end) {
-            relu_dropout_elements<T>(in + begin, data + begin, end - begin, static_cast<uint64_t>(begin), seed, offset,
-                                     threshold, scale);
-        });
-    });
+    dropout_pass<true>(x, seed, offset, keep, out);
 }
 
 void CpuBackend::relu_dropout_backward(const Tensor& y, const Tensor& dy, double keep, Tensor& dx) {
