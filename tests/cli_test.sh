@@ -13,37 +13,7 @@ trap 'rm -rf "$scratch"' EXIT
 stdout="$scratch/stdout"
 stderr="$scratch/stderr"
 failures=0
-
-# run ARGS...: runs nce with ARGS, keeping its exit code in $status and its output in files.
-run() {
-    "$nce" "$@" >"$stdout" 2>"$stderr" </dev/null
-    status=$?
-}
-
-fail() {
-    echo "FAIL: $*"
-    echo "  stdout: $(head -c 2000 "$stdout")"
-    echo "  stderr: $(head -c 2000 "$stderr")"
-    failures=$((failures + 1))
-}
-
-pass() { echo "ok:   $*"; }
-
-expect_exit_zero() {
-    local what="$1"
-    if [[ $status -eq 0 ]]; then pass "$what exits 0"; else fail "$what exits $status, expected 0"; fi
-}
-
-expect_exit_nonzero() {
-    local what="$1"
-    if [[ $status -ne 0 ]]; then pass "$what exits non-zero ($status)"; else fail "$what exits 0, expected non-zero"; fi
-}
-
-# expect_in FILE PATTERN WHAT: FILE contains a line matching the extended regex PATTERN.
-expect_in() {
-    local file="$1" pattern="$2" what="$3"
-    if grep -Eq -- "$pattern" "$file"; then pass "$what"; else fail "$what (no line matches /$pattern/)"; fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/cli_test_helpers.sh"
 
 # --- help ---
 run --help

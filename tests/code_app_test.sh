@@ -18,7 +18,7 @@ stdout="$scratch/stdout"
 stderr="$scratch/stderr"
 failures=0
 
-source "$(dirname "${BASH_SOURCE[0]}")/app_test_helpers.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/cli_test_helpers.sh"
 # Every metric of the row named $2 in the terminal table $1 is above the row named $3's.
 expect_row_beats() {
     local table="$1" better="$2" worse="$3"

@@ -25,41 +25,7 @@ trap 'rm -rf "$scratch"' EXIT
 stdout="$scratch/stdout"
 stderr="$scratch/stderr"
 failures=0
-
-run() {
-    "$nce" "$@" >"$stdout" 2>"$stderr" </dev/null
-    status=$?
-}
-
-fail() {
-    echo "FAIL: $*"
-    echo "  stdout: $(head -c 2000 "$stdout")"
-    echo "  stderr: $(head -c 2000 "$stderr")"
-    failures=$((failures + 1))
-}
-
-pass() { echo "ok:   $*"; }
-
-expect_exit_zero() {
-    if [[ $status -eq 0 ]]; then pass "$1 exits 0"; else fail "$1 exits $status, expected 0"; fi
-}
-
-expect_in() {
-    if grep -Eq -- "$2" "$1"; then pass "$3"; else fail "$3 (no line matches /$2/)"; fi
-}
-
-# An error: non-zero exit, exactly one line on stderr, "nce: error: ...", matching PATTERN,
-# and no file at OUT.
-expect_one_line_error() {
-    local pattern="$1" out="$2" what="$3"
-    if [[ $status -eq 0 ]]; then fail "$what exits 0, expected non-zero"; return; fi
-    local lines
-    lines=$(wc -l <"$stderr")
-    if [[ $lines -ne 1 ]]; then fail "$what prints $lines lines on stderr, expected 1"; return; fi
-    if ! grep -Eq -- "^nce: error: .*$pattern" "$stderr"; then fail "$what: stderr does not match /$pattern/"; return; fi
-    if [[ -e "$out" ]]; then fail "$what wrote $out"; return; fi
-    pass "$what: one line, exit $status, names /$pattern/, nothing written"
-}
+source "$(dirname "${BASH_SOURCE[0]}")/cli_test_helpers.sh"
 
 # The Python helper: `npy write PATH DESCR SHAPE VALUES`, `npy convert IN OUT DESCR`,
 # `npy compare A B TOLERANCE` (same shape, max |a - b| <= tolerance), `npy descr PATH`.

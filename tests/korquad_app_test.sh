@@ -18,7 +18,7 @@ stdout="$scratch/stdout"
 stderr="$scratch/stderr"
 failures=0
 
-source "$(dirname "${BASH_SOURCE[0]}")/app_test_helpers.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/cli_test_helpers.sh"
 
 # ---- --help on the command and every subcommand ----
 for sub in "" train eval index search; do

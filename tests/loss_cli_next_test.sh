@@ -26,35 +26,7 @@ trap 'rm -rf "$scratch"' EXIT
 stdout="$scratch/stdout"
 stderr="$scratch/stderr"
 failures=0
-
-run() {
-    "$nce" "$@" >"$stdout" 2>"$stderr" </dev/null
-    status=$?
-}
-
-fail() {
-    echo "FAIL: $*"
-    echo "  stdout: $(head -c 2000 "$stdout")"
-    echo "  stderr: $(head -c 2000 "$stderr")"
-    failures=$((failures + 1))
-}
-
-pass() { echo "ok:   $*"; }
-
-# An error: non-zero exit, exactly one line on stderr, "nce: error: ...", matching PATTERN.
-expect_one_line_error() {
-    local pattern="$1" what="$2"
-    if [[ $status -eq 0 ]]; then fail "$what exits 0, expected non-zero"; return; fi
-    local lines
-    lines=$(wc -l <"$stderr")
-    if [[ $lines -ne 1 ]]; then fail "$what prints $lines lines on stderr, expected 1"; return; fi
-    if ! grep -Eq -- "^nce: error: .*$pattern" "$stderr"; then fail "$what: stderr does not match /$pattern/"; return; fi
-    pass "$what: one line, exit $status, names /$pattern/"
-}
-
-expect_nothing_written() {
-    if [[ ! -e "$1" || -z "$(ls -A "$1")" ]]; then pass "$2 writes nothing"; else fail "$2 wrote: $(ls "$1")"; fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/cli_test_helpers.sh"
 
 # ---------------------------------------------------------------------------------------
 # The Python side: .npy files, the fixtures, the nine formulas and the checks.
@@ -460,7 +432,7 @@ done
 bad_out="$scratch/bad_out"
 for name in multi_positive_in relaxed_hard_negative dcl debiased megabatch_margin gist; do
     run loss "$name" --inputs "$ones/$name" --out "$bad_out"
-    expect_one_line_error '>= 2' "$name with N = 1"
+    expect_one_line_error '>= 2' "" "$name with N = 1"
     expect_nothing_written "$bad_out" "$name with N = 1"
 done
 for name in siglip cosent margin_mse; do
@@ -479,7 +451,7 @@ done
 bad_parameter() {
     local name="$1" setting="$2" pattern="$3"
     run loss "$name" --inputs "$inputs/$name" --out "$bad_out" --set "$setting"
-    expect_one_line_error "$pattern" "$name --set $setting"
+    expect_one_line_error "$pattern" "" "$name --set $setting"
     expect_nothing_written "$bad_out" "$name --set $setting"
 }
 bad_parameter multi_positive_in tau=0 'parameter tau'
@@ -508,7 +480,7 @@ for name in "${!second_input[@]}"; do
     wrong="${second_input[$name]}"
     py write "$mismatch/$wrong.npy" '<f8' '[4, 4]' '[0.5, 0.5, 0.5, 0.5, 0.1, 0.2, 0.3, 0.4, 1, 0, 0, 0, 0, 1, 0, 0]'
     run loss "$name" --inputs "$mismatch" --out "$bad_out"
-    expect_one_line_error "$wrong.*\[4, 4\]|\[4, 4\].*$wrong" "$name with $wrong [4, 4] against [4, 3]"
+    expect_one_line_error "$wrong.*\[4, 4\]|\[4, 4\].*$wrong" "" "$name with $wrong [4, 4] against [4, 3]"
     expect_nothing_written "$bad_out" "$name with a shape mismatch"
 done
 
@@ -517,12 +489,12 @@ short_qid="$scratch/short_qid"
 cp -r "$inputs/relaxed_hard_negative" "$short_qid"
 py write "$short_qid/qid.npy" '<i8' '[3]' '[1, 2, 1]'
 run loss relaxed_hard_negative --inputs "$short_qid" --out "$bad_out"
-expect_one_line_error 'qid' "relaxed_hard_negative with qid of length 3 for N = 4"
+expect_one_line_error 'qid' "" "relaxed_hard_negative with qid of length 3 for N = 4"
 short_label="$scratch/short_label"
 cp -r "$inputs/cosent" "$short_label"
 py write "$short_label/label.npy" '<f8' '[2]' '[0.5, 1.0]'
 run loss cosent --inputs "$short_label" --out "$bad_out"
-expect_one_line_error 'label' "cosent with label of length 2 for N = 4"
+expect_one_line_error 'label' "" "cosent with label of length 2 for N = 4"
 expect_nothing_written "$bad_out" "the data-length errors"
 
 echo

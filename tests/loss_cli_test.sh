@@ -19,44 +19,7 @@ trap 'rm -rf "$scratch"' EXIT
 stdout="$scratch/stdout"
 stderr="$scratch/stderr"
 failures=0
-
-run() {
-    "$nce" "$@" >"$stdout" 2>"$stderr" </dev/null
-    status=$?
-}
-
-fail() {
-    echo "FAIL: $*"
-    echo "  stdout: $(head -c 2000 "$stdout")"
-    echo "  stderr: $(head -c 2000 "$stderr")"
-    failures=$((failures + 1))
-}
-
-pass() { echo "ok:   $*"; }
-
-expect_exit_zero() {
-    if [[ $status -eq 0 ]]; then pass "$1 exits 0"; else fail "$1 exits $status, expected 0"; fi
-}
-
-# An error: non-zero exit, exactly one line on stderr, "nce: error: ...", matching PATTERN.
-expect_one_line_error() {
-    local pattern="$1" what="$2"
-    if [[ $status -eq 0 ]]; then fail "$what exits 0, expected non-zero"; return; fi
-    local lines
-    lines=$(wc -l <"$stderr")
-    if [[ $lines -ne 1 ]]; then fail "$what prints $lines lines on stderr, expected 1"; return; fi
-    if ! grep -Eq -- "^nce: error: .*$pattern" "$stderr"; then fail "$what: stderr does not match /$pattern/"; return; fi
-    pass "$what: one line, exit $status, names /$pattern/"
-}
-
-expect_in() {
-    if grep -Eq -- "$2" "$1"; then pass "$3"; else fail "$3 (no line matches /$2/)"; fi
-}
-
-# expect_empty DIR WHAT: DIR is missing or holds no file.
-expect_nothing_written() {
-    if [[ ! -e "$1" || -z "$(ls -A "$1")" ]]; then pass "$2 writes nothing"; else fail "$2 wrote: $(ls "$1")"; fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/cli_test_helpers.sh"
 
 # The Python helper: `npy write PATH DESCR SHAPE VALUES`, `npy read PATH` (prints descr,
 # shape, values as JSON), and `npy infonce DIR TAU` (the spec's formula, plain loops).
@@ -192,28 +155,28 @@ expect_exit_zero "nce loss ntxent --set mask_self=0 --set tau=0.5"
 # --- errors: one line, non-zero exit, nothing written ---
 bad_out="$scratch/bad_out"
 run loss infonce --inputs "$inputs" --out "$bad_out" --set tau=0
-expect_one_line_error 'parameter tau must be > 0' "--set tau=0"
+expect_one_line_error 'parameter tau must be > 0' "" "--set tau=0"
 expect_nothing_written "$bad_out" "--set tau=0"
 
 run loss infonce --inputs "$inputs" --out "$bad_out" --set tau=abc
-expect_one_line_error "tau must be a finite number, got 'abc'" "--set tau=abc"
+expect_one_line_error "tau must be a finite number, got 'abc'" "" "--set tau=abc"
 run loss infonce --inputs "$inputs" --out "$bad_out" --set temperature=0.1
-expect_one_line_error "unknown parameter 'temperature'; infonce takes: tau" "--set temperature=0.1"
+expect_one_line_error "unknown parameter 'temperature'; infonce takes: tau" "" "--set temperature=0.1"
 run loss infonce --inputs "$inputs" --out "$bad_out" --set tau
-expect_one_line_error "--set expects key=value" "--set tau"
+expect_one_line_error "--set expects key=value" "" "--set tau"
 run loss ntxent --inputs "$inputs_z" --out "$bad_out" --set mask_self=2
-expect_one_line_error "mask_self is a flag: 0 or 1" "--set mask_self=2"
+expect_one_line_error "mask_self is a flag: 0 or 1" "" "--set mask_self=2"
 run loss simclr --inputs "$inputs" --out "$bad_out"
-expect_one_line_error "unknown loss 'simclr'; known losses: infonce" "an unknown loss"
+expect_one_line_error "unknown loss 'simclr'; known losses: infonce" "" "an unknown loss"
 run loss infonce --inputs "$inputs" --out "$bad_out" --dtype float16
-expect_one_line_error "float16" "--dtype float16"
+expect_one_line_error "float16" "" "--dtype float16"
 expect_nothing_written "$bad_out" "the parameter errors"
 
 missing="$scratch/missing_q"
 mkdir -p "$missing"
 cp "$inputs/p.npy" "$missing/"
 run loss infonce --inputs "$missing" --out "$bad_out"
-expect_one_line_error "missing input file .*q\.npy" "a missing q.npy"
+expect_one_line_error "missing input file .*q\.npy" "" "a missing q.npy"
 expect_nothing_written "$bad_out" "a missing q.npy"
 
 malformed="$scratch/malformed"
@@ -221,7 +184,7 @@ mkdir -p "$malformed"
 cp "$inputs/p.npy" "$malformed/"
 printf 'this is not a numpy file' >"$malformed/q.npy"
 run loss infonce --inputs "$malformed" --out "$bad_out"
-expect_one_line_error "q\.npy" "a malformed q.npy"
+expect_one_line_error "q\.npy" "" "a malformed q.npy"
 expect_nothing_written "$bad_out" "a malformed q.npy"
 
 truncated="$scratch/truncated"
@@ -229,14 +192,14 @@ mkdir -p "$truncated"
 cp "$inputs/p.npy" "$truncated/"
 head -c 140 "$inputs/q.npy" >"$truncated/q.npy"
 run loss infonce --inputs "$truncated" --out "$bad_out"
-expect_one_line_error "q\.npy" "a truncated q.npy"
+expect_one_line_error "q\.npy" "" "a truncated q.npy"
 
 shapes="$scratch/shapes"
 mkdir -p "$shapes"
 cp "$inputs/q.npy" "$shapes/"
 npy write "$shapes/p.npy" '<f8' '[3, 5]' '[0.1, 0.2, 0.3, 0.4, 0.5, 0.1, 0.2, 0.3, 0.4, 0.5, 0.1, 0.2, 0.3, 0.4, 0.5]'
 run loss infonce --inputs "$shapes" --out "$bad_out"
-expect_one_line_error 'q \[3, 4\] and p \[3, 5\]' "p of shape [3, 5] against q [3, 4]"
+expect_one_line_error 'q \[3, 4\] and p \[3, 5\]' "" "p of shape [3, 5] against q [3, 4]"
 expect_nothing_written "$bad_out" "a shape mismatch"
 
 integers="$scratch/integers"
@@ -244,29 +207,29 @@ mkdir -p "$integers"
 cp "$inputs/p.npy" "$integers/"
 npy write "$integers/q.npy" '<i8' '[3, 4]' '[1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0]'
 run loss infonce --inputs "$integers" --out "$bad_out"
-expect_one_line_error "q\.npy: q must be float32 or float64, got int64" "an int64 q.npy"
+expect_one_line_error "q\.npy: q must be float32 or float64, got int64" "" "an int64 q.npy"
 
 odd="$scratch/odd"
 mkdir -p "$odd"
 npy write "$odd/z.npy" '<f8' '[3, 2]' '[1, 0, 0, 1, 0.6, 0.8]'
 run loss ntxent --inputs "$odd" --out "$bad_out"
-expect_one_line_error "2B rows" "ntxent on z with 3 rows"
+expect_one_line_error "2B rows" "" "ntxent on z with 3 rows"
 expect_nothing_written "$bad_out" "every input error"
 
 run loss infonce --inputs "$scratch/no_such_folder" --out "$bad_out"
-expect_one_line_error "input folder .*no_such_folder does not exist" "a missing input folder"
+expect_one_line_error "input folder .*no_such_folder does not exist" "" "a missing input folder"
 
 # An output path that is a file: nothing can be written, and the message says where.
 touch "$scratch/a_file"
 run loss infonce --inputs "$inputs" --out "$scratch/a_file"
-expect_one_line_error "a_file" "--out naming a file"
+expect_one_line_error "a_file" "" "--out naming a file"
 
 # A write that fails half way (grad_p.npy is a folder, so it cannot be replaced): the files
 # written before it (loss.npy, grad_q.npy) are removed again.
 half="$scratch/half"
 mkdir -p "$half/grad_p.npy"
 run loss infonce --inputs "$inputs" --out "$half"
-expect_one_line_error "grad_p\.npy.*nothing was written" "a write that fails at grad_p.npy"
+expect_one_line_error "grad_p\.npy.*nothing was written" "" "a write that fails at grad_p.npy"
 if [[ "$(ls -A "$half")" == "grad_p.npy" ]]; then pass "the failed write removed what it had written"; else
     fail "after the failed write the folder holds: $(ls -A "$half")"
 fi

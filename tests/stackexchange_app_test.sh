@@ -18,7 +18,7 @@ stdout="$scratch/stdout"
 stderr="$scratch/stderr"
 failures=0
 
-source "$(dirname "${BASH_SOURCE[0]}")/app_test_helpers.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/cli_test_helpers.sh"
 expect_files() {  # FOLDER WHAT FILE...
     local folder="$1" what="$2"
     shift 2

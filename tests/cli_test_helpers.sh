@@ -1,5 +1,5 @@
-# The shared checks of the apps' shell tests (tests/*_app_test.sh), sourced after the
-# script has set $nce, $stdout, $stderr and failures=0.
+# The shared checks of the command-line shell tests (tests/*_test.sh that run nce), sourced
+# after the script has set $nce, $stdout, $stderr and failures=0.
 # run ARGS...: runs nce, output to $stdout/$stderr, exit code in $status.
 run() {
     "$nce" "$@" >"$stdout" 2>"$stderr" </dev/null
@@ -15,10 +15,15 @@ pass() { echo "ok:   $*"; }
 expect_exit_zero() {
     if [[ $status -eq 0 ]]; then pass "$1 exits 0"; else fail "$1 exits $status, expected 0"; fi
 }
+expect_exit_nonzero() {
+    if [[ $status -ne 0 ]]; then pass "$1 exits non-zero ($status)"; else fail "$1 exits 0, expected non-zero"; fi
+}
+# expect_in FILE PATTERN WHAT: FILE contains a line matching the extended regex PATTERN.
 expect_in() {
     if grep -Eq -- "$2" "$1"; then pass "$3"; else fail "$3 (no line matches /$2/)"; fi
 }
-# An error: non-zero exit, one line "nce: error: ..." matching PATTERN, and nothing at OUT.
+# expect_one_line_error PATTERN OUT WHAT: non-zero exit, one line "nce: error: ..." matching
+# PATTERN, and nothing at OUT (OUT may be "" when the command names no output).
 expect_one_line_error() {
     local pattern="$1" out="$2" what="$3"
     if [[ $status -eq 0 ]]; then fail "$what exits 0, expected non-zero"; return; fi
@@ -28,4 +33,8 @@ expect_one_line_error() {
     if ! grep -Eq -- "^nce: error: .*$pattern" "$stderr"; then fail "$what: stderr does not match /$pattern/"; return; fi
     if [[ -n "$out" && -e "$out" ]]; then fail "$what wrote $out"; return; fi
     pass "$what: one line, exit $status, nothing written"
+}
+# expect_nothing_written DIR WHAT: DIR is missing or holds no file.
+expect_nothing_written() {
+    if [[ ! -e "$1" || -z "$(ls -A "$1")" ]]; then pass "$2 writes nothing"; else fail "$2 wrote: $(ls "$1")"; fi
 }
