@@ -177,7 +177,7 @@ void add_bench_loss_command(CLI::App& bench, int& exit_code) {
     command->add_option("--d", options->d, "embedding dimension d (default 384)")->check(CLI::Range(1, 65536));
     command->add_option("--neg", options->negatives, "extra negatives M for infonce / infonce_symmetric (default 0)")
         ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
-    command->add_option("--threads", options->threads, "threads for oneTBB and OpenBLAS (default NCE_NUM_THREADS)")
+    command->add_option("--threads", options->threads, "the engine's threads, for its loops and GEMMs (default NCE_NUM_THREADS)")
         ->check(CLI::Range(1, 4096));
     command->add_option("--reps", options->reps, "timed runs (the median is reported)")->check(CLI::Range(1, 10000));
     command->add_option("--warmup", options->warmup, "untimed runs first (default 1)")->check(CLI::Range(0, 10000));

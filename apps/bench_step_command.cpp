@@ -249,7 +249,7 @@ void add_bench_step_command(CLI::App& bench, int& exit_code) {
         ->check(CLI::PositiveNumber);
     command->add_option("--seq", options->seq, "tokens per sequence (default 64 for sig_predictor, 32 for text_encoder)")
         ->check(CLI::Range(1, 4096));
-    command->add_option("--threads", options->threads, "threads for oneTBB and OpenBLAS (default NCE_NUM_THREADS)")
+    command->add_option("--threads", options->threads, "the engine's threads, for its loops and GEMMs (default NCE_NUM_THREADS)")
         ->check(CLI::Range(1, 4096));
     command->add_option("--reps", options->reps, "timed steps (the median is reported)")->check(CLI::Range(1, 10000));
     command->add_option("--warmup", options->warmup, "untimed steps first")->check(CLI::Range(0, 10000));

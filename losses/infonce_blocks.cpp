@@ -270,14 +270,12 @@ int64_t logit_block_rows(LogitBlocking blocking, int64_t rows, int64_t columns, 
 
 InfonceSweep infonce_sweep(const Tensor& q, const Tensor& p, const Tensor& negatives, double tau, bool with_gradient,
                            LogitBlocking blocking) {
-    num_threads();  // applies NCE_NUM_THREADS to OpenBLAS before its first call
     if (q.dtype() == Dtype::Float32) return one_direction<float>(q, p, negatives, tau, with_gradient, blocking);
     return one_direction<double>(q, p, negatives, tau, with_gradient, blocking);
 }
 
 InfonceSweep infonce_symmetric_sweep(const Tensor& q, const Tensor& p, const Tensor& negatives, double tau,
                                      bool with_gradient, LogitBlocking blocking) {
-    num_threads();
     if (q.dtype() == Dtype::Float32) return both_directions<float>(q, p, negatives, tau, with_gradient, blocking);
     return both_directions<double>(q, p, negatives, tau, with_gradient, blocking);
 }
