@@ -36,6 +36,7 @@ Var Var::from_op(std::string op, Tensor value, const std::vector<Var>& inputs, B
     for (const Var& input : inputs) {
         node->next.push_back(input.node_);
         node->input_shapes.push_back(input.shape());
+        node->input_dtypes.push_back(input.dtype());
     }
     out.node_ = std::move(node);
     return out;
@@ -94,15 +95,23 @@ void Var::backward(const Tensor& output_grad, bool retain_graph) const {
         }
     }
 
+    // A node is ready once every edge into it has been walked, whether or not a gradient
+    // came along it: a backward may return "no gradient" for an input, and that input's node
+    // must still release its own inputs, or a node reachable from it and along another path
+    // would wait forever (and its gradient from the other path would be lost).
     std::unordered_map<Node*, Tensor> grads;
     grads[node_.get()] = output_grad;
     std::vector<Node*> ready{node_.get()};
     while (!ready.empty()) {
         Node* node = ready.back();
         ready.pop_back();
-        Tensor grad = std::move(grads[node]);
-        grads.erase(node);
+        Tensor grad;  // undefined when nothing flowed into this node
+        if (auto it = grads.find(node); it != grads.end()) {
+            grad = std::move(it->second);
+            grads.erase(it);
+        }
         if (node->leaf_grad) {
+            if (!grad.defined()) continue;
             Tensor& slot = *node->leaf_grad;
             // A leaf owns its gradient: the tensor reaching it may be shared with other
             // gradients (add passes dy to both inputs), so it is copied, not kept.
@@ -112,25 +121,31 @@ void Var::backward(const Tensor& output_grad, bool retain_graph) const {
                 add_inplace(slot, grad);
             continue;
         }
-        NCE_CHECK(!node->freed,
-                  "backward: the graph through '{}' was freed by an earlier backward; pass retain_graph=true to the "
-                  "first backward to run it again",
-                  node->op);
-        Grads input_grads = node->backward(grad);
-        NCE_CHECK(input_grads.size() == node->next.size(), "backward of '{}' returned {} gradients for {} inputs",
-                  node->op, input_grads.size(), node->next.size());
-        if (!retain_graph) {
-            node->backward = nullptr;
-            node->freed = true;
+        Grads input_grads(node->next.size());  // all undefined: what a node with no gradient passes on
+        if (grad.defined()) {
+            NCE_CHECK(!node->freed,
+                      "backward: the graph through '{}' was freed by an earlier backward; pass retain_graph=true to "
+                      "the first backward to run it again",
+                      node->op);
+            input_grads = node->backward(grad);
+            NCE_CHECK(input_grads.size() == node->next.size(), "backward of '{}' returned {} gradients for {} inputs",
+                      node->op, input_grads.size(), node->next.size());
+            if (!retain_graph) {
+                node->backward = nullptr;
+                node->freed = true;
+            }
         }
         for (size_t i = 0; i < node->next.size(); ++i) {
             Node* next = node->next[i].get();
             if (!next) continue;
             Tensor& g = input_grads[i];
             if (g.defined()) {
-                NCE_CHECK(g.shape() == node->input_shapes[i],
-                          "backward of '{}' returned a gradient of shape {} for input {} of shape {}", node->op,
-                          shape_string(g.shape()), i, shape_string(node->input_shapes[i]));
+                NCE_CHECK(g.shape() == node->input_shapes[i] && g.dtype() == node->input_dtypes[i],
+                          "backward of '{}' returned a gradient of shape {} and dtype {} for input {} of shape {} and "
+                          "dtype {}",
+                          node->op,
+                          shape_string(g.shape()), dtype_name(g.dtype()), i, shape_string(node->input_shapes[i]),
+                          dtype_name(node->input_dtypes[i]));
                 auto it = grads.find(next);
                 // Sums are out of place: a gradient tensor may be shared by several inputs.
                 if (it == grads.end())
@@ -138,12 +153,7 @@ void Var::backward(const Tensor& output_grad, bool retain_graph) const {
                 else
                     it->second = it->second + g;
             }
-            if (--pending[next] == 0) {
-                if (grads.count(next))
-                    ready.push_back(next);
-                else
-                    pending.erase(next);  // nothing flowed here (all gradients undefined)
-            }
+            if (--pending[next] == 0) ready.push_back(next);
         }
     }
 }

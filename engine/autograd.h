@@ -23,7 +23,8 @@ using BackwardFn = std::function<Grads(const Tensor& output_grad)>;
 struct Node {
     std::string op;                            // the op's name, for messages
     std::vector<std::shared_ptr<Node>> next;   // the node of each input; null where the input needs no gradient
-    std::vector<Shape> input_shapes;           // to check the shapes the backward returns
+    std::vector<Shape> input_shapes;           // to check the shapes and dtypes the backward returns
+    std::vector<Dtype> input_dtypes;
     BackwardFn backward;                       // empty for a leaf's accumulator node
     std::shared_ptr<Tensor> leaf_grad;         // set for a leaf: where its gradient accumulates
     bool freed = false;                        // the backward closure was released after use

@@ -104,6 +104,43 @@ TEST_CASE("autograd: a backward returning a wrongly shaped gradient is caught") 
     CHECK_ERROR_MENTIONS(bad.backward(), "backward of 'bad' returned a gradient of shape [2]");
 }
 
+TEST_CASE("autograd: a backward returning a gradient of the wrong dtype is caught") {
+    Var x = Var::parameter(vector3(1, 2, 3));
+    Var bad = Var::from_op("bad", sum(x.value()), {x},
+                           [](const Tensor& dy) -> Grads { return {Tensor::zeros({3}, Dtype::Float32)}; });
+    CHECK_ERROR_MENTIONS(bad.backward(), "dtype float32 for input 0 of shape [3] and dtype float64");
+}
+
+// The walk must release the inputs of a node that received no gradient: W feeds h = x·W and
+// a second product; h feeds an op whose backward returns "no gradient" for it. W's node
+// waits for both edges; if h's node were dropped without passing its count on, W would never
+// run and the second path's gradient would be lost.
+TEST_CASE("autograd: a node that gets no gradient still releases its inputs (other paths' gradients arrive)") {
+    Tensor x = Tensor::from_vector({1, 2}, {1, 2}, Dtype::Float64);
+    Tensor x2 = Tensor::from_vector({3, 5}, {1, 2}, Dtype::Float64);
+    Var W = Var::parameter(Tensor::from_vector({0.5, -1, 2, 0.25}, {2, 2}, Dtype::Float64));
+    auto product = [](const Tensor& row, const Var& weight) {  // row·W: dL/dW = row^T · dL/dy
+        return Var::from_op("product", matmul(row, weight.value()), {Var(row), weight},
+                            [row](const Tensor& dy) -> Grads { return {Tensor(), matmul(row, dy, Transpose::First)}; });
+    };
+    Var h = product(x, W);
+    Var blocked = Var::from_op("blocked", h.value().clone(), {h}, [](const Tensor&) -> Grads { return {Tensor()}; });
+    Var loss = plus(total(blocked), total(product(x2, W)));
+    loss.backward();
+    // Only the second path reaches W: dL/dW = x2^T · [1, 1].
+    REQUIRE(W.grad().defined());
+    CHECK(W.grad().to_vector() == std::vector<double>{3, 3, 5, 5});
+
+    // The same through a chain: the node with no gradient sits two ops above the shared leaf.
+    Var a = Var::parameter(vector3(1, 2, 3));
+    Var doubled = square_op(a);
+    Var cut = Var::from_op("cut", doubled.value().clone(), {doubled}, [](const Tensor&) -> Grads { return {Tensor()}; });
+    Var out = plus(total(cut), total(times(a, Var(vector3(4, 5, 6)))));
+    out.backward();
+    REQUIRE(a.grad().defined());
+    CHECK(a.grad().to_vector() == std::vector<double>{4, 5, 6});
+}
+
 TEST_CASE("autograd: a deep chain does not overflow the stack") {
     Var x = Var::parameter(vector3(1, 1, 1));
     Var y = x;
