@@ -250,6 +250,32 @@ TEST_CASE("layer_norm: each row has mean 0 and variance 1 before the affine step
     }
 }
 
+// One step of the derivation in engine/ops/layer_norm.cpp, on its own: for one row,
+// d rstd / dx_i = -(rstd^2 / D) · xhat_i  (not -(rstd / D) · xhat_i), by central differences.
+TEST_CASE("layer_norm derivation: d rstd / dx_i = -(rstd^2 / D) xhat_i, by central differences") {
+    const std::vector<double> x = {0.3, -1.2, 2.5, 0.7, -0.4};
+    const double D = static_cast<double>(x.size()), eps = 1e-5;
+    auto rstd_of = [&](const std::vector<double>& row) {
+        double mean = 0, variance = 0;
+        for (double value : row) mean += value / D;
+        for (double value : row) variance += (value - mean) * (value - mean) / D;
+        return 1.0 / std::sqrt(variance + eps);
+    };
+    double mean = 0;
+    for (double value : x) mean += value / D;
+    const double rstd = rstd_of(x);
+    for (size_t i = 0; i < x.size(); ++i) {
+        std::vector<double> up = x, down = x;
+        up[i] += 1e-6;
+        down[i] -= 1e-6;
+        double numeric = (rstd_of(up) - rstd_of(down)) / 2e-6;
+        double xhat = (x[i] - mean) * rstd;
+        double derived = -(rstd * rstd / D) * xhat;
+        CHECK(numeric == doctest::Approx(derived).epsilon(1e-7));
+        CHECK(std::abs(numeric - (-(rstd / D) * xhat)) > 1e-3 * std::abs(numeric));  // the one-rstd form is wrong
+    }
+}
+
 TEST_CASE("layer_norm: the gradients of weight and bias are the row sums of dy ⊙ xhat and dy") {
     int64_t rows = 3, width = 4;
     Generator generator(19);

@@ -38,7 +38,7 @@ void check_layer_norm_inputs(const Tensor& x, const Tensor& weight, const Tensor
 // The input, within one row. Call g_j = dL/dxhat_j = dy_j · weight_j. Step by step:
 //   d mean / dx_i = 1/D
 //   d var  / dx_i = (2/D) (x_i - mean)      (the term through mean is (2/D) sum_j (x_j - mean) · (-1/D) = 0)
-//   d rstd / dx_i = -1/2 (var + eps)^(-3/2) · d var / dx_i = -(rstd/D) · xhat_i
+//   d rstd / dx_i = -1/2 (var + eps)^(-3/2) · d var / dx_i = -(rstd^3/D) (x_i - mean) = -(rstd^2/D) · xhat_i
 //   d xhat_j / dx_i = rstd (δ_ij - 1/D) + (x_j - mean) · d rstd / dx_i
 //                   = rstd (δ_ij - 1/D - xhat_j xhat_i / D)
 // Summing g_j times that over j gives the three terms:
