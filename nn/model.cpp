@@ -8,6 +8,13 @@
 #include "nn/text_encoder.h"
 
 namespace nce::nn {
+namespace {
+
+// The losses' floor on a learnable temperature (losses/loss_common.h, kMinTemperature): below
+// it they hold tau constant, so dL/dlog_tau is 0.
+constexpr double kLossTemperatureFloor = 1e-4;
+
+}  // namespace
 
 const ModelConfig& validate_config(const ModelConfig& config) {
     const auto& c = config;
@@ -34,9 +41,10 @@ const ModelConfig& validate_config(const ModelConfig& config) {
               "model config: unknown activation '{}'; use relu or gelu", c.activation);
     NCE_CHECK(c.layer_norm_eps > 0, "model config: layer_norm_eps must be positive, got {}", c.layer_norm_eps);
     if (c.learnable_temperature)
-        NCE_CHECK(c.min_temperature > 0 && c.min_temperature <= c.max_temperature,
-                  "model config: need 0 < min_temperature <= max_temperature, got {} and {}", c.min_temperature,
-                  c.max_temperature);
+        NCE_CHECK(c.min_temperature >= kLossTemperatureFloor && c.min_temperature <= c.max_temperature,
+                  "model config: need {} <= min_temperature <= max_temperature (below {} the losses hold tau "
+                  "constant and log_tau gets no gradient), got {} and {}",
+                  kLossTemperatureFloor, kLossTemperatureFloor, c.min_temperature, c.max_temperature);
     return config;
 }
 
@@ -45,6 +53,15 @@ std::unique_ptr<EmbeddingModel> make_model(const ModelConfig& config, Generator&
     NCE_CHECK(is_floating(dtype), "make_model: parameters must be float32 or float64, got {}", dtype_name(dtype));
     if (config.kind == "sig_predictor") return std::make_unique<SigPredictor>(config, generator, dtype);
     return std::make_unique<TextEncoder>(config, generator, dtype);
+}
+
+void EmbeddingModel::clamp_temperature() {
+    Var* parameter = log_tau();
+    if (parameter == nullptr) return;
+    double value = parameter->value().item();
+    double clamped = std::clamp(value, std::log(config_.min_temperature), std::log(config_.max_temperature));
+    if (clamped != value)
+        parameter->set_value(Tensor::full(parameter->shape(), clamped, parameter->dtype(), parameter->value().device()));
 }
 
 double temperature(EmbeddingModel& model) {

@@ -21,7 +21,8 @@ struct ModelConfig {
     bool norm_first = false;            // false: post-norm (PyTorch's default)
     double layer_norm_eps = 1e-5;
     int64_t out_dim = 0;                // 0: no output projection (text_encoder only)
-    // Learnable temperature log_tau (initialised to log 0.07); clamp on tau = exp(log_tau).
+    // Learnable temperature log_tau (initialised to log 0.07); training keeps
+    // tau = exp(log_tau) in [min_temperature, max_temperature] (EmbeddingModel::clamp_temperature).
     bool learnable_temperature = false;
     double min_temperature = 0.01;      // CLIP clamps its scale 1/tau at 100
     double max_temperature = 1.0;
@@ -37,6 +38,11 @@ public:
     virtual Var encode(const Tensor& input, const Tensor& mask, Generator* generator) = 0;
     // The learnable temperature, or null when the model has none.
     virtual Var* log_tau() = 0;
+    // After an optimizer step: puts log_tau back into [log min_temperature, log max_temperature],
+    // as CLIP clamps its logit scale after each step. The losses' own floor (tau >= 1e-4, where
+    // dL/dlog_tau is 0) lies below min_temperature, so the parameter never sits where its
+    // gradient vanishes and a run cannot strand it there. No-op without a learnable temperature.
+    void clamp_temperature();
 
 protected:
     explicit EmbeddingModel(ModelConfig config) : config_(std::move(config)) {}

@@ -195,6 +195,7 @@ TrainingResult Trainer::fit(const BatchLossFunction& loss, const EvaluationFunct
         if (options_.schedule) optimizer_.set_learning_rate(options_.schedule->learning_rate(state_.step));
         double learning_rate = optimizer_.learning_rate();
         optimizer_.step();
+        model_.clamp_temperature();  // log_tau back into the config's range, as CLIP does
         state_.step += 1;
         state_.epoch = state_.step / steps_per_epoch;
         result.last_loss = loss_value;

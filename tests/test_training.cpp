@@ -571,3 +571,41 @@ TEST_CASE("progress: durations and the bar's line") {
     ProgressState state{5, 20, 1.23456, 1e-4, 512.4, 75};
     CHECK(format_progress(state, 8) == "step 5/20 [##------]  loss 1.2346  lr 1.00e-04  512 samples/s  ETA 1m15s");
 }
+
+// CLIP's rule: the temperature parameter is clamped after each optimizer step, and its
+// gradient flows. Step 1 shoves log_tau far below log(min_temperature) (a gradient of 100 at a
+// learning rate of 1); without the clamp it would sit below the losses' floor (tau < 1e-4),
+// where infonce holds tau constant and dL/dlog_tau = 0, and no later step could move it.
+// Steps 2-4 are an infonce whose loss falls as tau rises (each query scores the other's
+// positive higher than its own), so log_tau must climb back up from the clamp.
+TEST_CASE("trainer: a learnable temperature pushed below min_temperature is clamped back, and its gradient flows") {
+    ModelConfig config = tiny_config("sig_predictor", 0.0, /*learnable_temperature=*/true);
+    Generator init(3);
+    auto model = make_model(config, init, Dtype::Float64);
+    Var* log_tau = model->log_tau();
+    REQUIRE(log_tau != nullptr);
+    SGDOptions sgd_options;
+    sgd_options.learning_rate = 1.0;
+    SGD optimizer({log_tau}, sgd_options);
+    TrainerOptions options;
+    options.steps_per_epoch = 4;
+    options.show_progress = false;
+    Trainer trainer(*model, optimizer, options);
+
+    Var q(Tensor::from_vector({1, 0, 0, 1}, {2, 2}, Dtype::Float64));
+    Var p(Tensor::from_vector({0, 1, 1, 0}, {2, 2}, Dtype::Float64));
+    std::vector<double> after_step;
+    auto loss = [&](const StepPosition& position, Generator&) {
+        if (position.step > 1) after_step.push_back(log_tau->value().item());
+        // At tau = 0.01 infonce's dL/dlog_tau is about -100; scaled so that steps stay below log(max_temperature).
+        Var value = position.step == 1 ? sum(*log_tau * 100.0) : losses::infonce(q, p, Var(), *log_tau) * 0.001;
+        return BatchLoss::with_graph(value, 2);
+    };
+    trainer.fit(loss);
+    after_step.push_back(log_tau->value().item());
+
+    REQUIRE(after_step.size() == 4);
+    CHECK(after_step[0] == doctest::Approx(std::log(config.min_temperature)).epsilon(1e-15));  // clamped, not -100
+    for (size_t k = 1; k < after_step.size(); ++k) CHECK(after_step[k] > after_step[k - 1]);    // and climbing
+    CHECK(temperature(*model) == doctest::Approx(std::exp(after_step.back())));
+}
