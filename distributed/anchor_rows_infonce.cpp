@@ -9,7 +9,7 @@ namespace nce::distributed {
 
 namespace {
 
-// 0 at (i, excluded(i)), 1 elsewhere: masked_fill keeps the 1s.   [n, C]
+// 0 at (i, excluded(i)), 1 elsewhere: keep_where keeps the 1s.   [n, C]
 Tensor keep_mask(const std::vector<int64_t>& excluded_column, int64_t columns, Dtype dtype) {
     Tensor mask = Tensor::full({static_cast<int64_t>(excluded_column.size()), columns}, 1.0, Dtype::Float64);
     for (size_t i = 0; i < excluded_column.size(); ++i)
@@ -60,7 +60,7 @@ Var anchor_rows_infonce(const Var& anchors, const Var& candidates, const std::ve
     Tensor similarities = matmul(anchors.value(), candidates.value(), Transpose::Second);  // S [n, C]
     Tensor logits = similarities / temperature.tau;                                      // l [n, C]
     if (!excluded_column.empty())
-        logits = masked_fill(logits, keep_mask(excluded_column, C, logits.dtype()), -INFINITY);
+        logits = keep_where(logits, keep_mask(excluded_column, C, logits.dtype()), -INFINITY);
     losses::SoftmaxCrossEntropy rows = losses::softmax_cross_entropy_rows(logits, positive_column);
     Tensor loss_value = Tensor::scalar(scale * rows.loss_sum, anchors.dtype());
 

@@ -87,8 +87,8 @@ public:
     // dx [N, C] += values [N] at (i, targets[i]).
     virtual void scatter_add_last_axis(const Tensor& values, const Tensor& targets, Tensor& dx) = 0;
 
-    // out = where(mask != 0, x, value); mask (same dtype as x) broadcasts to x.
-    virtual void masked_fill(const Tensor& x, const Tensor& mask, double value, Tensor& out) = 0;
+    // out = where(keep != 0, x, fill); keep (same dtype as x) broadcasts to x.
+    virtual void keep_where(const Tensor& x, const Tensor& keep, double fill, Tensor& out) = 0;
 
     // Softmax (or log-softmax) over the last axis, stable (shifted by the row max).
     virtual void softmax_last_axis(const Tensor& x, Tensor& out, bool log) = 0;

@@ -77,6 +77,9 @@ public:
     Tensor to(Device device) const;
 
     bool same_storage(const Tensor& other) const { return storage_ == other.storage_; }
+    // How many tensors share this storage (0 when undefined): what a backward closure keeps
+    // alive shows up here, and the tests use it to check that a closure keeps only what it needs.
+    long use_count() const { return storage_.use_count(); }
 
 private:
     void check_access(Dtype requested) const;

@@ -335,13 +335,13 @@ Tensor log_softmax_backward(const Tensor& y, const Tensor& dy) {
     return softmax_last_axis_backward(y, dy, true, "log_softmax backward");
 }
 
-Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
-    check_floating(x, "masked_fill", "input");
-    check_same_dtype(x, mask, "masked_fill");
-    NCE_CHECK(broadcast_shapes(x.shape(), mask.shape(), "masked_fill") == x.shape(),
-              "masked_fill: mask {} does not broadcast to {}", shape_string(mask.shape()), shape_string(x.shape()));
+Tensor keep_where(const Tensor& x, const Tensor& keep, double fill) {
+    check_floating(x, "keep_where", "input");
+    check_same_dtype(x, keep, "keep_where");
+    NCE_CHECK(broadcast_shapes(x.shape(), keep.shape(), "keep_where") == x.shape(),
+              "keep_where: mask {} does not broadcast to {}", shape_string(keep.shape()), shape_string(x.shape()));
     Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
-    backend_of(x).masked_fill(x, mask, value, out);
+    backend_of(x).keep_where(x, keep, fill, out);
     return out;
 }
 

@@ -100,8 +100,10 @@ std::pair<Tensor, Tensor> packed_attention(const Tensor& qkv, const Tensor& key_
 Tensor packed_attention_backward(const Tensor& qkv, const Tensor& probabilities, const Tensor& dout,
                                  const PackedAttention& attention);
 
-// where(mask != 0, x, value); mask has x's dtype and broadcasts to x.
-Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
+// Keeps x where `keep` is nonzero and puts `fill` everywhere else: where(keep != 0, x, fill).
+// (PyTorch's x.masked_fill(mask, fill) fills where its mask is true: the opposite sense,
+// hence the name.) `keep` has x's dtype and broadcasts to x.
+Tensor keep_where(const Tensor& x, const Tensor& keep, double fill);
 
 Tensor zeros_like(const Tensor& x);
 Tensor full_like(const Tensor& x, double value);

@@ -59,15 +59,14 @@ Var cosent(const Var& x, const Var& y, const Tensor& label, double scale) {
     Tensor similarities = sum(xv * yv, 1) * scale;                                                // s [N]
     Tensor differences = similarities.reshape({N, 1}) - similarities.reshape({1, N});             // s_i - s_j [N, N]
     Tensor pairs = ordered_pairs(label_values, x.dtype());                                        // M [N, N]
-    differences = masked_fill(differences, pairs, -std::numeric_limits<double>::infinity());      // D [N, N]
+    differences = keep_where(differences, pairs, -std::numeric_limits<double>::infinity());      // D [N, N]
     double top = std::max(0.0, max(differences).item());
-    // The exponentials are multiplied by M so that the entries off the pairs are exactly 0
-    // (the vectorised exp returns a tiny denormal, not 0, for -inf).
-    double rest = sum(exp(differences - top) * pairs).item();  // sum_ij exp(D_ij - top)
+    // Entries off the pairs are -inf, and exp(-inf) = 0 exactly: only the pairs count.
+    double rest = sum(exp(differences - top)).item();  // sum_ij exp(D_ij - top)
     double loss_value = top == 0.0 ? std::log1p(rest) : top + std::log(std::exp(-top) + rest);
     Tensor loss = Tensor::scalar(loss_value, x.dtype());
 
-    Tensor weights = exp(differences - loss_value) * pairs;                                       // W [N, N]
+    Tensor weights = exp(differences - loss_value);                                               // W [N, N]
     Tensor dloss_dsimilarities = (sum(weights, 1) - sum(weights, 0)).reshape({N, 1}) * scale;     // scale dL/ds [N, 1]
     return Var::from_op(kLoss, std::move(loss), {x, y},
         [xv, yv, dloss_dsimilarities](const Tensor& dy) -> Grads {

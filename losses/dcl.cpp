@@ -11,7 +11,7 @@ namespace {
 
 constexpr const char* kLoss = "dcl";
 
-// 1 off the diagonal, 0 on it: masked_fill keeps the entries where the mask is 1.   [n, n]
+// 1 off the diagonal, 0 on it: keep_where keeps the entries where the mask is 1.   [n, n]
 Tensor off_diagonal(int64_t n, Dtype dtype) {
     Tensor mask = Tensor::full({n, n}, 1.0, Dtype::Float64);
     for (int64_t i = 0; i < n; ++i) mask.data<double>()[i * n + i] = 0.0;
@@ -38,7 +38,7 @@ Direction one_direction(const Tensor& a, const Tensor& b, double tau) {
     Tensor same = matmul(a, a, Transpose::Second) / tau;    // a a^T / tau   [N, N]
     Tensor cross = matmul(a, b, Transpose::Second) / tau;   // a b^T / tau   [N, N]
     Tensor positives = sum(a * b, 1) / tau;                 // a_i·b_i / tau [N]
-    Tensor row = concat({masked_fill(same, keep, minus_infinity), masked_fill(cross, keep, minus_infinity)}, 1);
+    Tensor row = concat({keep_where(same, keep, minus_infinity), keep_where(cross, keep, minus_infinity)}, 1);
     Tensor row_max = max(row, 1, /*keepdim=*/true).values;            // [N, 1]
     Tensor shifted = exp(row - row_max);                              // every exponent <= 0; 0 at -inf
     Tensor total = sum(shifted, 1, /*keepdim=*/true);                 // [N, 1], >= 1 (the max's own term)

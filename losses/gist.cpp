@@ -79,15 +79,14 @@ Var gist(const Var& a, const Var& p, const Var& ga, const Var& gp, double tau, d
     Tensor logits = concat({matmul(av, pv, Transpose::Second), matmul(av, av, Transpose::Second),
                             matmul(pv, pv, Transpose::Second)},
                            1) * (1.0 / tau);                                                      // [N, 3N]
-    logits = masked_fill(logits, keep, -std::numeric_limits<double>::infinity());
+    logits = keep_where(logits, keep, -std::numeric_limits<double>::infinity());
 
     std::vector<int64_t> positive_column(static_cast<size_t>(N));
     for (int64_t i = 0; i < N; ++i) positive_column[i] = i;  // AP_ii, never masked
     SoftmaxCrossEntropy rows = softmax_cross_entropy_rows(logits, positive_column);
     Tensor loss = Tensor::scalar(rows.loss_sum / static_cast<double>(N), a.dtype());
-    // dL/dl [N, 3N]; times keep so that masked entries are exactly 0 (the vectorised exp
-    // returns a tiny denormal, not 0, for -inf).
-    Tensor G = rows.probabilities_minus_targets * keep / static_cast<double>(N);
+    // dL/dl [N, 3N]; exactly 0 at the masked entries, whose probability is exp(-inf) = 0.
+    Tensor G = rows.probabilities_minus_targets / static_cast<double>(N);
 
     return Var::from_op(kLoss, std::move(loss), {a, p, ga, gp},
         [av, pv, G, N, inverse_tau = 1.0 / tau, guide_shape = ga.shape(), guide_dtype = ga.dtype()](

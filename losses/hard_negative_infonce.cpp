@@ -77,7 +77,7 @@ Var hard_negative_infonce(const Var& q, const Var& p, const Tensor& qid, const V
     Tensor penalty_gradient;  // H [N, N]; stays undefined when there is no pair
     if (pair_count > 0) {
         const double minus_infinity = -std::numeric_limits<double>::infinity();
-        Tensor pair_logits = masked_fill(logits, pairs, minus_infinity);  // l_ij on the pairs, -inf elsewhere
+        Tensor pair_logits = keep_where(logits, pairs, minus_infinity);  // l_ij on the pairs, -inf elsewhere
         MaxResult largest = max(pair_logits.reshape({rows * rows}), 0);
         double largest_logit = largest.values.item();
         int64_t at = static_cast<int64_t>(largest.indices.item());

@@ -31,7 +31,7 @@ void check_inputs(const Var& q, const Var& a, const Tensor& score, double tau) {
 //   sh_qk = score_qk / max_k score_qk when that max is > 0, else score_qk unchanged.
 Tensor log_target(const Tensor& score, double tau) {
     Tensor row_max = max(score, 1, true).values;                  // [Q, 1]
-    Tensor divisor = masked_fill(row_max, step(row_max), 1.0);    // the max where it is > 0, else 1
+    Tensor divisor = keep_where(row_max, step(row_max), 1.0);    // the max where it is > 0, else 1
     return log_softmax(score / divisor / tau);                    // stable: shifted by the row max
 }
 

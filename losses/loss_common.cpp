@@ -95,7 +95,7 @@ Tensor row_norms(const Tensor& x) { return sqrt(sum(square(x), 1)); }
 
 Tensor unit_rows(const Tensor& x, const Tensor& norms) {
     // Divide by 1 where the norm is 0: such a row is all zeros, so the quotient is 0.
-    Tensor divisor = masked_fill(norms, step(norms), 1.0);  // [N]
+    Tensor divisor = keep_where(norms, step(norms), 1.0);  // [N]
     return x / divisor.reshape({x.size(0), 1});
 }
 

@@ -38,7 +38,7 @@ std::vector<int64_t> hardest_negatives(const Tensor& a, const Tensor& p) {
     Tensor off_diagonal = Tensor::full({N, N}, 1.0, Dtype::Float64);
     for (int64_t i = 0; i < N; ++i) off_diagonal.data<double>()[i * N + i] = 0.0;
     // The diagonal at -inf can never be the max; max() returns the first maximum on ties.
-    Tensor negatives = masked_fill(similarities, off_diagonal.to(a.dtype()), -std::numeric_limits<double>::infinity());
+    Tensor negatives = keep_where(similarities, off_diagonal.to(a.dtype()), -std::numeric_limits<double>::infinity());
     return max(negatives, 1).indices.to_indices();
 }
 

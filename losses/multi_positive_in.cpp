@@ -79,13 +79,12 @@ Var multi_positive_in(const Var& q, const Var& p, const Tensor& qid, const Var& 
     // every row keeps a finite entry; shifting by the row's largest entry, no exponent is positive.
     Tensor group_mask = same_group_mask(ids, q.dtype());  // [N, N]
     Tensor group_log_probabilities =
-        masked_fill(log_probabilities, group_mask, -std::numeric_limits<double>::infinity());  // [N, N]
+        keep_where(log_probabilities, group_mask, -std::numeric_limits<double>::infinity());  // [N, N]
     Tensor largest = max(group_log_probabilities, 1, /*keepdim=*/true).values;                  // [N, 1]
     Tensor group_log_mass =
-        largest + log(sum(exp(group_log_probabilities - largest) * group_mask, 1, /*keepdim=*/true));  // m [N, 1]
-    // Q = P_ij / sum_G P [N, N]; times the mask so that it is exactly 0 outside G(i) (the
-    // vectorised exp returns a tiny denormal, not 0, for -inf).
-    Tensor group_softmax = exp(group_log_probabilities - group_log_mass) * group_mask;
+        largest + log(sum(exp(group_log_probabilities - largest), 1, /*keepdim=*/true));  // m [N, 1]
+    // Q = P_ij / sum_G P [N, N]: exactly 0 outside G(i), where the entry is -inf (exp(-inf) = 0).
+    Tensor group_softmax = exp(group_log_probabilities - group_log_mass);
     Tensor loss = mean(log_group_sizes(ids, q.dtype()) - group_log_mass.reshape({rows}));  // []
 
     return Var::from_op(kLoss, std::move(loss), {q, p, log_tau},

@@ -10,7 +10,7 @@
 namespace nce::losses {
 namespace {
 
-// 0 on the diagonal, 1 elsewhere: masked_fill keeps the 1s.   [n, n]
+// 0 on the diagonal, 1 elsewhere: keep_where keeps the 1s.   [n, n]
 Tensor off_diagonal_mask(int64_t n, Dtype dtype) {
     Tensor mask = Tensor::full({n, n}, 1.0, Dtype::Float64);
     for (int64_t i = 0; i < n; ++i) mask.data<double>()[i * n + i] = 0.0;
@@ -41,7 +41,7 @@ Var ntxent(const Var& z, const Var& log_tau, double tau, bool mask_self) {
 
     Tensor similarities = matmul(z.value(), z.value(), Transpose::Second);  // S [2B, 2B]
     Tensor logits = similarities / temperature.tau;                          // l [2B, 2B]
-    if (mask_self) logits = masked_fill(logits, off_diagonal_mask(2 * B, z.dtype()), -INFINITY);
+    if (mask_self) logits = keep_where(logits, off_diagonal_mask(2 * B, z.dtype()), -INFINITY);
     std::vector<int64_t> positive_column(2 * B);
     for (int64_t i = 0; i < 2 * B; ++i) positive_column[i] = (i + B) % (2 * B);
     SoftmaxCrossEntropy rows = softmax_cross_entropy_rows(logits, positive_column);

@@ -92,13 +92,13 @@ Var siglip(const Var& x, const Var& y, const Var& log_scale, const Var& bias) {
 
     return Var::from_op(kLoss, std::move(loss), {x, y, log_scale, bias},
         [xv = x.value(), yv = y.value(), G = terms.dloss_dg, scale, log_scale_like = log_scale.detach(),
-         bias_like = bias.detach()](const Tensor& dloss) -> Grads {
-            double factor = dloss.item();
-            Tensor dx = matmul(G, yv) * (scale * factor);                    // scale · G · y      [N, d]
-            Tensor dy = matmul(G, xv, Transpose::First) * (scale * factor);  // scale · G^T · x    [N, d]
-            double dlog_scale = sum(xv * dx).item();                         // sum(x ⊙ dL/dx), dy already in
-            double dbias = sum(G).item() * factor;                           // sum_ij G_ij
-            return {dx, dy, scalar_like(log_scale_like, dlog_scale), scalar_like(bias_like, dbias)};
+         bias_like = bias.detach()](const Tensor& dy) -> Grads {
+            double factor = dy.item();
+            Tensor dloss_dx = matmul(G, yv) * (scale * factor);                    // scale · G · y      [N, d]
+            Tensor dloss_dy = matmul(G, xv, Transpose::First) * (scale * factor);  // scale · G^T · x    [N, d]
+            double dlog_scale = sum(xv * dloss_dx).item();  // sum(x ⊙ dL/dx); the factor dy is already in
+            double dbias = sum(G).item() * factor;          // sum_ij G_ij
+            return {dloss_dx, dloss_dy, scalar_like(log_scale_like, dlog_scale), scalar_like(bias_like, dbias)};
         });
 }
 

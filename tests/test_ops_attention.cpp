@@ -338,7 +338,7 @@ Var composed_packed_attention(const Var& qkv, const Tensor& key_padding_mask, in
     scores = reshape(scores, {batch, heads, tokens, tokens});
     if (key_padding_mask.defined()) {
         Tensor mask = key_padding_mask.to(qkv.dtype()).reshape({batch, 1, 1, tokens});
-        scores = add(scores, Var(masked_fill(zeros_like(mask), mask, -std::numeric_limits<double>::infinity())));
+        scores = add(scores, Var(keep_where(zeros_like(mask), mask, -std::numeric_limits<double>::infinity())));
     }
     Var probabilities = softmax(scores);
     if (p > 0) probabilities = dropout(probabilities, p, generator, true);
@@ -402,4 +402,24 @@ TEST_CASE("packed_attention: bad input gives one clear error") {
     CHECK_ERROR_MENTIONS(
         packed_attention(qkv, Tensor::from_vector({1, 0, 0, 0, 0, 0}, {2, 3}, Dtype::Float64), 2, 0.0, nullptr),
         "row 1 of key_padding_mask [2, 3] has no real token");
+}
+
+// A masked key is -inf in the scores, and its probability must be exactly 0 (not the denormal
+// a clamped vectorised exp would give): its value row then contributes nothing at all.
+TEST_CASE("packed attention: a masked key gets probability exactly 0, in both dtypes") {
+    for (Dtype dtype : {Dtype::Float64, Dtype::Float32}) {
+        Generator generator(31);
+        const int64_t batch = 2, tokens = 9, width = 8, heads = 2;
+        Tensor qkv = generator.normal({batch, tokens, 3 * width}, dtype);
+        std::vector<double> mask_values(batch * tokens, 1.0);
+        for (int64_t t = 5; t < tokens; ++t) mask_values[t] = 0.0;  // batch entry 0: keys 5.. are padding
+        Tensor mask = Tensor::from_vector(mask_values, {batch, tokens}, dtype);
+        PackedAttention attention;
+        attention.heads = heads;
+        auto [out, probabilities] = packed_attention(qkv, mask, attention);
+        std::vector<double> p = probabilities.to_vector();  // [B, H, T, T]
+        for (int64_t h = 0; h < heads; ++h)
+            for (int64_t i = 0; i < tokens; ++i)
+                for (int64_t j = 5; j < tokens; ++j) CHECK(p[((0 * heads + h) * tokens + i) * tokens + j] == 0.0);
+    }
 }

@@ -153,7 +153,15 @@ TEST_CASE("add, sub, mul, div: broadcast like NumPy, values equal naive loops") 
     }
 }
 
-TEST_CASE("masked_fill: same-shape and broadcast masks select like naive loops, inf and nan included") {
+TEST_CASE("keep_where keeps x where the mask is nonzero and fills the rest (PyTorch's masked_fill fills the 1s)") {
+    for (Dtype dtype : kFloatDtypes) {
+        Tensor x = Tensor::from_vector({1.0, 2.0, 3.0}, {3}, dtype);
+        Tensor keep = Tensor::from_vector({1.0, 0.0, 1.0}, {3}, dtype);
+        CHECK(keep_where(x, keep, 9.0).to_vector() == std::vector<double>{1.0, 9.0, 3.0});
+    }
+}
+
+TEST_CASE("keep_where: same-shape and broadcast masks select like naive loops, inf and nan included") {
     struct MaskCase {
         Shape x, mask;
     };
@@ -172,11 +180,11 @@ TEST_CASE("masked_fill: same-shape and broadcast masks select like naive loops, 
             Tensor mask = generator.bernoulli(c.mask, dtype, 0.5);
             std::vector<double> expected =
                 naive_broadcast(x, mask, c.x, [](double value, double keep) { return keep != 0 ? value : -7.0; });
-            std::vector<double> actual = masked_fill(x, mask, -7.0).to_vector();
+            std::vector<double> actual = keep_where(x, mask, -7.0).to_vector();
             REQUIRE(actual.size() == expected.size());
             for (size_t i = 0; i < actual.size(); ++i) {
                 bool same = actual[i] == expected[i] || (std::isnan(actual[i]) && std::isnan(expected[i]));
-                CHECK_MESSAGE(same, "masked_fill " << shape_string(c.x) << " by " << shape_string(c.mask) << " "
+                CHECK_MESSAGE(same, "keep_where " << shape_string(c.x) << " by " << shape_string(c.mask) << " "
                                                    << dtype_name(dtype) << ": element " << i << " is " << actual[i]
                                                    << ", expected " << expected[i]);
             }
@@ -435,3 +443,74 @@ TEST_CASE("affine: equals matmul plus a broadcast bias, values and gradients, al
                          "x, weight and bias must share a dtype, got float64, float64 and float32");
 }
 
+
+// A masked entry is -inf and must get probability exactly 0: exp(-inf) = 0, not the tiny
+// denormal (about 4e-39 / 5e-309) that a clamped vectorised exp returns. Results below the
+// smallest normal number are 0 too; everywhere else exp agrees with std::exp.
+TEST_CASE("exp, softmax and log_softmax give exactly 0 for -inf, and no denormal below the smallest normal") {
+    const double minus_infinity = -std::numeric_limits<double>::infinity();
+    for (Dtype dtype : kFloatDtypes) {
+        INFO(dtype_name(dtype));
+        // Long enough for the vectorised body, not just a scalar tail.
+        std::vector<double> inputs(37, minus_infinity);
+        inputs[1] = -1000.0;
+        inputs[2] = -0.5;
+        inputs[3] = 0.0;
+        inputs[4] = 2.0;
+        std::vector<double> y = exp(Tensor::from_vector(inputs, {37}, dtype)).to_vector();
+        CHECK(y[0] == 0.0);
+        CHECK(y[1] == 0.0);
+        CHECK(y[36] == 0.0);
+        double tolerance = dtype == Dtype::Float32 ? 1e-6 : 1e-15;
+        CHECK(std::abs(y[2] - std::exp(-0.5)) <= tolerance * std::exp(-0.5));
+        CHECK(y[3] == 1.0);
+        CHECK(std::abs(y[4] - std::exp(2.0)) <= tolerance * std::exp(2.0));
+        double smallest_normal = dtype == Dtype::Float32 ? double(std::numeric_limits<float>::min())
+                                                         : std::numeric_limits<double>::min();
+        for (double value : y) CHECK((value == 0.0 || value >= smallest_normal));
+
+        // A row with masked entries: softmax 0 there, log_softmax -inf, and the gradients
+        // through them exactly 0.
+        Tensor row = Tensor::from_vector(inputs, {1, 37}, dtype);
+        std::vector<double> probabilities = softmax(row).to_vector();
+        for (size_t j = 0; j < inputs.size(); ++j)
+            if (j < 1 || j > 4) CHECK(probabilities[j] == 0.0);
+        Tensor ones = full_like(row, 1.0);
+        std::vector<double> through_log = log_softmax_backward(log_softmax(row), ones).to_vector();
+        std::vector<double> through_softmax = softmax_backward(softmax(row), ones).to_vector();
+        for (size_t j = 5; j < inputs.size(); ++j) {
+            CHECK(through_log[j] == 1.0);  // dy_j - softmax_j · sum(dy), softmax_j = exactly 0
+            CHECK(through_softmax[j] == 0.0);
+        }
+    }
+}
+
+// mul and div keep, for the backward, only the operands a gradient is formed from: a constant
+// factor's partner is not held (what the closure captures shows in the storage's use count).
+TEST_CASE("mul and div keep no operand that no gradient needs") {
+    Tensor parameter_value = Tensor::from_vector({1, 2, 3}, {3}, Dtype::Float64);
+    Tensor constant_value = Tensor::from_vector({4, 5, 6}, {3}, Dtype::Float64);
+    Var parameter = Var::parameter(parameter_value);
+    Var constant(constant_value);
+    long parameter_holders = parameter_value.use_count(), constant_holders = constant_value.use_count();
+
+    Var product = mul(parameter, constant);         // dL/dparameter = dy ⊙ constant: keeps the constant only
+    CHECK(parameter_value.use_count() == parameter_holders);
+    CHECK(constant_value.use_count() == constant_holders + 1);
+    Var swapped = mul(constant, parameter);
+    CHECK(parameter_value.use_count() == parameter_holders);
+    Var quotient = div(parameter, constant);        // dL/dparameter = dy / constant: keeps the constant only
+    CHECK(parameter_value.use_count() == parameter_holders);
+    Var inverse = div(constant, parameter);         // dL/dparameter = -dy ⊙ constant / parameter^2: keeps both
+    CHECK(parameter_value.use_count() == parameter_holders + 1);
+
+    // The gradients are unchanged: 4 + 4 + 1/4 - 4/1 at element 0.
+    sum(product + swapped + quotient + inverse).backward();
+    std::vector<double> expected;
+    for (int k = 0; k < 3; ++k) {
+        double a = 1.0 + k, c = 4.0 + k;
+        expected.push_back(c + c + 1.0 / c - c / (a * a));
+    }
+    std::vector<double> actual = parameter.grad().to_vector();
+    for (int k = 0; k < 3; ++k) CHECK(actual[k] == doctest::Approx(expected[k]).epsilon(1e-15));
+}

@@ -28,7 +28,7 @@ public:
     void index_add_rows(const Tensor& src, const Tensor& indices, Tensor& table) override;
     void gather_last_axis(const Tensor& x, const Tensor& targets, Tensor& out) override;
     void scatter_add_last_axis(const Tensor& values, const Tensor& targets, Tensor& dx) override;
-    void masked_fill(const Tensor& x, const Tensor& mask, double value, Tensor& out) override;
+    void keep_where(const Tensor& x, const Tensor& keep, double fill, Tensor& out) override;
     void softmax_last_axis(const Tensor& x, Tensor& out, bool log) override;
     void softmax_last_axis_backward(const Tensor& y, const Tensor& dy, Tensor& dx, bool log) override;
     void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, Tensor& y, Tensor& mean,

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "engine/cpu/cpu_backend.h"
+#include "engine/cpu/exact_exp.h"
 
 namespace nce::cpu {
 namespace {
@@ -22,7 +23,7 @@ void unary_block(UnaryOp op, const T* x_data, T* y_data, int64_t n) {
     ArrayMap<T> y(y_data, n);
     switch (op) {
         case UnaryOp::Neg: y = -x; break;
-        case UnaryOp::Exp: y = x.exp(); break;
+        case UnaryOp::Exp: y = exact_exp(x); break;  // exp(-inf) = 0 exactly
         case UnaryOp::Log: y = x.log(); break;
         case UnaryOp::Sqrt: y = x.sqrt(); break;
         case UnaryOp::Tanh: y = x.tanh(); break;
@@ -198,39 +199,39 @@ void CpuBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& o
     });
 }
 
-void CpuBackend::masked_fill(const Tensor& x, const Tensor& mask, double value, Tensor& out) {
-    // A select, not x·mask: x may hold ±inf where the mask is 0, and inf·0 is NaN.
-    dispatch_floating(x.dtype(), "masked_fill", [&](auto zero) {
+void CpuBackend::keep_where(const Tensor& x, const Tensor& keep, double fill, Tensor& out) {
+    // A select, not x·mask: x may hold ±inf where keep is 0, and inf·0 is NaN.
+    dispatch_floating(x.dtype(), "keep_where", [&](auto zero) {
         using T = decltype(zero);
         const T* x_data = x.data<T>();
-        const T* mask_data = mask.data<T>();
+        const T* keep_data = keep.data<T>();
         T* out_data = out.data<T>();
-        T fill_value = static_cast<T>(value);
-        if (mask.shape() == out.shape()) {
+        T fill_value = static_cast<T>(fill);
+        if (keep.shape() == out.shape()) {
             parallel_for(out.numel(), kGrainElements, [&](int64_t begin, int64_t end) {
-                ConstArrayMap<T> x_part(x_data + begin, end - begin), mask_part(mask_data + begin, end - begin);
-                ArrayMap<T>(out_data + begin, end - begin) = (mask_part != T(0)).select(x_part, fill_value);
+                ConstArrayMap<T> x_part(x_data + begin, end - begin), keep_part(keep_data + begin, end - begin);
+                ArrayMap<T>(out_data + begin, end - begin) = (keep_part != T(0)).select(x_part, fill_value);
             });
             return;
         }
-        // Row by row along the last axis: the mask's offset is found once per row, then
-        // steps by its last stride (0 where the mask is broadcast along that axis).
+        // Row by row along the last axis: keep's offset is found once per row, then
+        // steps by its last stride (0 where keep is broadcast along that axis).
         size_t rank = out.shape().size();
-        std::vector<int64_t> mask_strides = broadcast_strides(mask.shape(), rank);
+        std::vector<int64_t> keep_strides = broadcast_strides(keep.shape(), rank);
         std::vector<int64_t> out_strides = contiguous_strides(out.shape());
         const int64_t row_length = rank == 0 ? 1 : out.shape().back();
-        const int64_t mask_step = rank == 0 ? 0 : mask_strides.back();
+        const int64_t keep_step = rank == 0 ? 0 : keep_strides.back();
         const int64_t rows = row_length == 0 ? 0 : out.numel() / row_length;
         parallel_for(rows, std::max<int64_t>(1, kGrainElements / std::max<int64_t>(1, row_length)),
                      [&](int64_t begin, int64_t end) {
             for (int64_t row = begin; row < end; ++row) {
-                int64_t first = row * row_length, mask_offset = 0, rest = first;
+                int64_t first = row * row_length, keep_offset = 0, rest = first;
                 for (size_t axis = 0; axis < rank; ++axis) {
-                    mask_offset += rest / out_strides[axis] * mask_strides[axis];
+                    keep_offset += rest / out_strides[axis] * keep_strides[axis];
                     rest %= out_strides[axis];
                 }
                 for (int64_t k = 0; k < row_length; ++k)
-                    out_data[first + k] = mask_data[mask_offset + k * mask_step] != T(0) ? x_data[first + k] : fill_value;
+                    out_data[first + k] = keep_data[keep_offset + k * keep_step] != T(0) ? x_data[first + k] : fill_value;
             }
         });
     });

@@ -8,6 +8,7 @@
 
 #include "engine/blas.h"
 #include "engine/cpu/cpu_backend.h"
+#include "engine/cpu/exact_exp.h"
 #include "engine/cpu/random_kernels.h"
 
 namespace nce::cpu {
@@ -86,10 +87,7 @@ void CpuBackend::packed_attention(const Tensor& qkv, const Tensor& key_mask, con
                     if (key_is_real)
                         for (int64_t j = 0; j < n; ++j)
                             if (key_is_real[j] == T(0)) row[j] = -std::numeric_limits<T>::infinity();
-                    row = (row - row.maxCoeff()).exp();
-                    if (key_is_real)  // exactly 0 for a masked key
-                        for (int64_t j = 0; j < n; ++j)
-                            if (key_is_real[j] == T(0)) row[j] = T(0);
+                    row = exact_exp(row - row.maxCoeff());  // exactly 0 for a masked key
                     row /= row.sum();
                 }
                 const T* used = p;  // dropout(P)

@@ -3,11 +3,13 @@
 #include <cmath>
 
 #include "engine/cpu/cpu_backend.h"
+#include "engine/cpu/exact_exp.h"
 
 namespace nce::cpu {
 
 // y_j = exp(x_j - m) / sum_k exp(x_k - m), m = max_k x_k: the shift leaves y unchanged and
 // keeps every exponent <= 0. log y_j = x_j - m - log sum_k exp(x_k - m).
+// A -inf entry (masked) gets probability exactly 0 (engine/cpu/exact_exp.h).
 // A row of all -inf (everything masked) has no softmax: it comes out NaN, and the ops that
 // allow masking check for it before calling.
 void CpuBackend::softmax_last_axis(const Tensor& x, Tensor& out, bool log) {
@@ -23,7 +25,7 @@ void CpuBackend::softmax_last_axis(const Tensor& x, Tensor& out, bool log) {
                 Eigen::Map<const Row> in(xs + r * columns, columns);
                 Eigen::Map<Row> y(ys + r * columns, columns);
                 T shift = in.maxCoeff();
-                y = (in - shift).exp();
+                y = exact_exp(in - shift);  // a -inf entry (masked) gets exactly 0
                 T total = y.sum();
                 if (log)
                     y = in - shift - std::log(total);
@@ -50,7 +52,7 @@ void CpuBackend::softmax_last_axis_backward(const Tensor& y, const Tensor& dy, T
                 Eigen::Map<const Row> out(ys + r * columns, columns), g(dys + r * columns, columns);
                 Eigen::Map<Row> d(dxs + r * columns, columns);
                 if (log)
-                    d = g - out.exp() * g.sum();
+                    d = g - exact_exp(out) * g.sum();
                 else
                     d = out * (g - (g * out).sum());
             }

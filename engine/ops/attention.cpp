@@ -7,7 +7,7 @@ namespace nce {
 
 namespace {
 
-// The key padding mask as [B, 1, 1, Tk] in the scores' dtype, ready for masked_fill on
+// The key padding mask as [B, 1, 1, Tk] in the scores' dtype, ready for keep_where on
 // S [B, H, Tq, Tk] (same dtype and device); throws if its shape is wrong or a batch entry has no real key.
 Tensor key_mask_for_scores(const Tensor& key_padding_mask, int64_t batch, int64_t keys, const Tensor& scores) {
     NCE_CHECK(key_padding_mask.rank() == 2 && key_padding_mask.size(0) == batch && key_padding_mask.size(1) == keys,
@@ -15,7 +15,7 @@ Tensor key_mask_for_scores(const Tensor& key_padding_mask, int64_t batch, int64_
               "[{}, {}]",
               shape_string(key_padding_mask.shape()), batch, keys);
     Tensor mask = key_padding_mask.to(scores.dtype()).to(scores.device());  // [B, Tk]
-    Tensor is_key = masked_fill(full_like(mask, 1.0), mask, 0.0);
+    Tensor is_key = keep_where(full_like(mask, 1.0), mask, 0.0);
     std::vector<double> key_counts = sum(is_key, 1).to(Device::CPU).to_vector();
     for (int64_t b = 0; b < batch; ++b)
         NCE_CHECK(key_counts[static_cast<size_t>(b)] > 0,
@@ -74,7 +74,7 @@ Var scaled_dot_product_attention(const Var& q, const Var& k, const Var& v, const
     Tensor scores = matmul(q3, k3, Transpose::Second) * scale;  // S: [B*H, Tq, Tk]
     if (key_padding_mask.defined()) {
         Tensor key_mask = key_mask_for_scores(key_padding_mask, batch, keys, scores);  // [B, 1, 1, Tk]
-        scores = masked_fill(scores.reshape({batch, heads, queries, keys}), key_mask,
+        scores = keep_where(scores.reshape({batch, heads, queries, keys}), key_mask,
                              -std::numeric_limits<double>::infinity())
                      .reshape({batch * heads, queries, keys});
     }

@@ -52,11 +52,16 @@ Var sub(const Var& a, const Var& b) {
 // dy/da = b and dy/db = a, so
 //   dL/da = sum_to(dL/dy ⊙ b, shape of a)
 //   dL/db = sum_to(dL/dy ⊙ a, shape of b)
+// dL/da needs only b and dL/db only a: the backward keeps b only when a needs a gradient,
+// and a only when b does (a constant factor's partner is not kept).
 Var mul(const Var& a, const Var& b) {
     check_binary_operands(a, b, "mul");
     return Var::from_op("mul", mul(a.value(), b.value()), {a, b},
-        [av = a.value(), bv = b.value()](const Tensor& dy) -> Grads {
-            return {sum_to(dy * bv, av.shape()), sum_to(dy * av, bv.shape())};
+        [av = b.requires_grad() ? a.value() : Tensor(), bv = a.requires_grad() ? b.value() : Tensor(),
+         a_shape = a.shape(), b_shape = b.shape()](const Tensor& dy) -> Grads {
+            Tensor da = bv.defined() ? sum_to(dy * bv, a_shape) : Tensor();
+            Tensor db = av.defined() ? sum_to(dy * av, b_shape) : Tensor();
+            return {da, db};
         });
 }
 
@@ -66,14 +71,16 @@ Var mul(const Var& a, const Var& b) {
 //   dL/da = sum_to(dL/dy / b, shape of a)
 //   dL/db = sum_to(-dL/dy ⊙ a / b^2, shape of b)
 // In the backward, da = dL/dy / b (before summing) gives dL/db's term as -da ⊙ a / b.
+// Both gradients need b; only dL/db needs a, so a is kept only when b needs a gradient.
 // b = 0 gives inf or nan, as IEEE division does.
 Var div(const Var& a, const Var& b) {
     check_binary_operands(a, b, "div");
     return Var::from_op("div", div(a.value(), b.value()), {a, b},
-        [av = a.value(), bv = b.value()](const Tensor& dy) -> Grads {
+        [av = b.requires_grad() ? a.value() : Tensor(), bv = b.value(), a_shape = a.shape(),
+         a_needs_grad = a.requires_grad()](const Tensor& dy) -> Grads {
             Tensor da = dy / bv;  // broadcast shape
-            Tensor db = neg(da * av / bv);
-            return {sum_to(da, av.shape()), sum_to(db, bv.shape())};
+            Tensor db = av.defined() ? sum_to(neg(da * av / bv), bv.shape()) : Tensor();
+            return {a_needs_grad ? sum_to(da, a_shape) : Tensor(), db};
         });
 }
 

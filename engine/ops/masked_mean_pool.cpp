@@ -25,7 +25,7 @@ Var masked_mean_pool(const Var& x, const Tensor& mask) {
 
     // 1 where the mask is nonzero, else 0, in x's dtype (the mask may be float or int64).
     Tensor mask_in_x_dtype = mask.to(xv.dtype()).to(xv.device());
-    Tensor is_token = masked_fill(full_like(mask_in_x_dtype, 1.0), mask_in_x_dtype, 0.0);  // [B, T]
+    Tensor is_token = keep_where(full_like(mask_in_x_dtype, 1.0), mask_in_x_dtype, 0.0);  // [B, T]
     Tensor count = sum(is_token, 1, true);                                                  // [B, 1]
 
     std::vector<double> counts = count.to(Device::CPU).to_vector();
@@ -37,7 +37,7 @@ Var masked_mean_pool(const Var& x, const Tensor& mask) {
 
     Tensor weight = is_token / count;  // [B, T]
     // Padding is selected away, not multiplied by 0: a NaN or inf there must not leak into y.
-    Tensor tokens_only = masked_fill(xv, is_token.reshape({batch, tokens, 1}), 0.0);  // [B, T, D]
+    Tensor tokens_only = keep_where(xv, is_token.reshape({batch, tokens, 1}), 0.0);  // [B, T, D]
     Tensor y = sum(tokens_only, 1) / count;                                            // [B, D]
 
     return Var::from_op("masked_mean_pool", std::move(y), {x},

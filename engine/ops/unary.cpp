@@ -52,7 +52,7 @@ Var sigmoid(const Var& x) {
 Var relu(const Var& x) {
     check_floating(x.value(), "relu", "input");
     Tensor y = relu(x.value());
-    return Var::from_op("relu", y, {x}, [y](const Tensor& dy) -> Grads { return {masked_fill(dy, y, 0.0)}; });
+    return Var::from_op("relu", y, {x}, [y](const Tensor& dy) -> Grads { return {keep_where(dy, y, 0.0)}; });
 }
 
 // y = x^p for a constant p:   dy/dx = p x^(p-1), so dL/dx = p · dL/dy ⊙ x^(p-1).
