@@ -7,6 +7,7 @@ namespace nce::apps {
 
 void add_gradcheck_command(CLI::App& app, int& exit_code);
 void add_loss_command(CLI::App& app, int& exit_code);
+void add_explain_command(CLI::App& app, int& exit_code);
 void add_encode_command(CLI::App& app, int& exit_code);
 void add_data_command(CLI::App& app, int& exit_code);
 void add_korquad_command(CLI::App& app, int& exit_code);

@@ -5,6 +5,7 @@
 #include "losses/infonce_reference.h"
 #include "losses/loss_common.h"
 #include "losses/random_inputs.h"
+#include "losses/worked_example.h"
 
 namespace nce::losses {
 
@@ -99,6 +100,31 @@ LossDefinition infonce_definition() {
             {"p", random_unit_rows(generator, rows, dim)},
             {"neg", random_unit_rows(generator, rows / 2 + 1, dim)},
             {"log_tau", Tensor::scalar(std::log(0.1), Dtype::Float64)}};
+    };
+    // The page's example: two unit pairs, a learnable tau of 0.5, no extra negatives (C = p).
+    loss.worked_example = [] {
+        WorkedExample example;
+        example.inputs = {{"q", matrix({{0.6, 0.8}, {1.0, 0.0}})},
+                          {"p", matrix({{0.8, 0.6}, {0.0, 1.0}})},
+                          {"log_tau", Tensor::scalar(std::log(0.5), Dtype::Float64)}};
+        example.steps = [](const LossArguments& arguments) {
+            Tensor q = arguments.input("q").value(), p = arguments.input("p").value();
+            double tau = std::exp(arguments.input("log_tau").value().item());
+            double N = static_cast<double>(q.size(0));
+            Tensor l = matmul(q, p, Transpose::Second) / tau;     // [N, N]
+            Tensor G = (softmax(l) - identity(q.size(0))) / N;    // [N, N]
+            Tensor dq = matmul(G, p) / tau;                       // [N, d]
+            return std::vector<DerivationStep>{
+                {"tau", "exp(log_tau)", Tensor::scalar(tau, Dtype::Float64)},
+                {"l", "q C^T / tau", l},
+                {"P", "softmax of each row of l", softmax(l)},
+                {"G", "(P - Y) / N", G},
+                {"dq", "G C / tau", dq},
+                {"dp", "G^T q / tau", matmul(G, q, Transpose::First) / tau},
+                {"dlog_tau", "tau dL/dtau = -sum_ij G_ij l_ij", -sum(G * l)},
+                {"-sum_i q_i.dq_i", "the same number, as the fused kernel forms it", -sum(q * dq)}};
+        };
+        return example;
     };
     return loss;
 }

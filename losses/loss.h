@@ -53,6 +53,24 @@ public:
     const std::string& text(const std::string& param) const;
 };
 
+// One quantity of a derivation page, computed from a worked example's inputs.
+struct DerivationStep {
+    std::string name;     // as the page writes it: "l", "P", "G", "dq"
+    std::string formula;  // how it is formed: "q p^T / tau"
+    Tensor value;
+};
+
+// A worked example for the loss's page (docs/derivations/<name>.md): small inputs a student
+// can follow by hand (N = 2, d = 2 where the loss allows it), and the page's intermediate
+// quantities computed from them in plain tensor math, independently of the loss's kernel.
+// A step named d<input> ("dq") is a gradient in closed form: it must equal the gradient the
+// loss's backward returns for that input (losses/worked_example.h checks it).
+struct WorkedExample {
+    std::map<std::string, Tensor> inputs;       // float64 (int64 for qid, rank)
+    std::map<std::string, std::string> params;  // parameters set away from their defaults
+    std::function<std::vector<DerivationStep>(const LossArguments&)> steps;
+};
+
 struct LossDefinition {
     std::string name;
     std::vector<InputSpec> inputs;
@@ -63,6 +81,8 @@ struct LossDefinition {
     // A valid random problem with `rows` rows of dimension `dim` (float64; the caller
     // converts), for gradient checks and examples. Inputs are drawn away from kinks.
     std::function<std::map<std::string, Tensor>(Generator&, int64_t rows, int64_t dim)> example;
+    // The page's worked example (`nce explain NAME` prints it).
+    std::function<WorkedExample()> worked_example;
 };
 
 // Every registered loss, in the order of the spec's tables.

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "losses/losses.h"
+#include "losses/worked_example.h"
 #include "tests/test_helpers.h"
 
 using namespace nce;
@@ -223,4 +224,18 @@ TEST_CASE("register_loss_checks: two cases per written loss, named by the loss; 
     }
     for (const CheckCase& check : registry.cases())
         CHECK(losses::find_loss(check.op).name == check.op);  // every case is a registered loss
+}
+
+TEST_CASE("worked examples: every loss has one, and each closed-form gradient of its page equals the backward") {
+    for (const losses::LossDefinition& loss : losses::all_losses()) {
+        INFO("loss " << loss.name);
+        REQUIRE(loss.worked_example != nullptr);
+        losses::WorkedExampleRun run = losses::run_worked_example(loss);
+        CHECK(std::isfinite(run.loss));
+        CHECK_MESSAGE(!run.checks.empty(), "the page's steps name no gradient (a step d<input>) to check");
+        for (const losses::ClosedFormCheck& check : run.checks) {
+            INFO("d" << check.input);
+            CHECK(check.max_difference <= losses::kClosedFormTolerance);
+        }
+    }
 }
