@@ -27,21 +27,15 @@ void check_infonce_inputs(const Var& q, const Var& p, const Var& negatives, doub
 
 // InfoNCE, one direction.
 //   q: [N, d]   p: [N, d]   negatives: [M, d]   C = [p; negatives]: [N+M, d]
-//   l = q C^T / tau                                   [N, N+M]
-//   L = (1/N) sum_i ( lse_j l_ij - l_ii )             the positive of row i is column i
+//   l = q C^T / tau   [N, N+M]      L = (1/N) sum_i ( lse_j l_ij - l_ii )   (row i's positive: column i)
 //
-// Backward (each step in docs/derivations/infonce.md):
-//   dL/dl   = G = (P - Y) / N                         [N, N+M]   P = softmax rows of l, Y one-hot at j = i
-//   dL/dq   = G · C / tau                             [N, N+M]·[N+M, d]
-//   dL/dC   = G^T · q / tau                           [N+M, N]·[N, d]: rows 0..N-1 -> p, rows N.. -> negatives
-//   dL/dtau = -(1/tau) sum_ij G_ij l_ij               since l_ij = q_i·c_j / tau gives dl_ij/dtau = -l_ij / tau
-//   dL/dlog_tau = tau · dL/dtau                       (0 while tau is clamped at 1e-4)
-//
-// These lines run in the fused kernel infonce_sweep (losses/infonce_blocks.h), a block of
-// rows of l at a time, during the forward: L is a scalar, so its gradients at dy = 1 are
-// known as soon as L is, and the node's backward multiplies them by dy (the chain rule for
-// a scalar output). No N x (N+M) matrix outlives the forward. When no gradient will be
-// asked for (no_grad, or no input needs one) the sweep computes L alone.
+// The closed form, derived step by step in docs/derivations/infonce.md:
+//   G = dL/dl = (P - Y) / N    dL/dq = G C / tau    dL/dC = G^T q / tau (rows of p, then negatives)
+//   dL/dlog_tau = -sum_ij G_ij l_ij = -sum_i q_i·dq_i   (0 while tau is clamped at 1e-4)
+// infonce_sweep (losses/infonce_blocks.h) computes them during the forward, a block of rows
+// of l at a time: L is a scalar, so its gradients at dy = 1 are known as soon as L is, and the
+// node's backward multiplies them by dy. No N x (N+M) matrix outlives the forward. When no
+// gradient will be asked for (no_grad, or no input needs one) the sweep computes L alone.
 // The same lines with the whole matrix, one engine op each: infonce_reference.
 Var infonce(const Var& q, const Var& p, const Var& negatives, const Var& log_tau, double tau, LogitBlocking blocking) {
     check_infonce_inputs(q, p, negatives, tau, "infonce");

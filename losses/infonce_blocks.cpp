@@ -86,8 +86,8 @@ void block_gradients(const Problem<T>& problem, int64_t start, int64_t rows, con
                 out.dnegatives.data<T>(), d);
 }
 
-// dL/dtau = -(1/tau) sum_ij G_ij l_ij = -(1/tau) sum_i q_i·dq_i, because
-// dq_i = (1/tau) sum_j G_ij c_j and l_ij = q_i·c_j / tau: the logits need not be kept.
+// dL/dtau = -(1/tau) sum_i q_i·dq_i: the logits need not be kept (the identity is step 4
+// of docs/derivations/infonce.md).
 template <typename T>
 double temperature_gradient(const Problem<T>& problem, const Tensor& dq) {
     const T* dq_data = dq.data<T>();
@@ -186,10 +186,10 @@ void add_block_to_columns(const T* block, int64_t rows, int64_t N, int64_t K, Co
     });
 }
 
-// Symmetric: dL/da = G [N, K],
+// Symmetric: dL/da = G = A + [B^T | 0] [N, K] (derived in docs/derivations/infonce_symmetric.md):
 //   G_ij = ( exp(a_ij - row_lse_i) - [j = i] ) / 2N  +  [j < N] ( exp(a_ij - column_lse_j) - [j = i] ) / 2N
-// the first term from q->p (the softmax of row i), the second from p->q (b = a[:, :N]^T, so
-// its row softmax is the column softmax of a). Sweep 1 gathers row_lse, column_lse and the
+// the first term A from q->p (the softmax of row i), the second B^T from p->q (b = a[:, :N]^T,
+// so its row softmax is the column softmax of a). Sweep 1 gathers row_lse, column_lse and the
 // diagonal; sweep 2 writes G over each block and runs the gradient GEMMs.
 template <typename T>
 InfonceSweep both_directions(const Tensor& q, const Tensor& p, const Tensor& negatives, double tau,

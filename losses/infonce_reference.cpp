@@ -6,7 +6,7 @@
 
 namespace nce::losses {
 
-// InfoNCE, one direction, with the whole logit matrix (derivation in losses/infonce.cpp).
+// InfoNCE, one direction, with the whole logit matrix (derivation: docs/derivations/infonce.md).
 //   l = q C^T / tau   [N, N+M]        G = dL/dl = (P - Y) / N
 //   dL/dq = G · C / tau    dL/dC = G^T · q / tau    dL/dtau = -(1/tau) sum_ij G_ij l_ij
 Var infonce_reference(const Var& q, const Var& p, const Var& negatives, const Var& log_tau, double tau) {
@@ -46,7 +46,7 @@ Var infonce_reference(const Var& q, const Var& p, const Var& negatives, const Va
         });
 }
 
-// Symmetric InfoNCE with both logit matrices (derivation in losses/infonce_symmetric.cpp).
+// Symmetric InfoNCE with both logit matrices (derivation: docs/derivations/infonce_symmetric.md).
 //   a = q C^T / tau [N, N+M]   b = p q^T / tau [N, N]   A = (P_a - Y) / 2N   B = (P_b - Y) / 2N
 //   dL/dq = (A · C + B^T · p) / tau    dL/dC = A^T · q / tau (+ B · q / tau on the rows of p)
 //   dL/dtau = -(1/tau) ( sum_ij A_ij a_ij + sum_ij B_ij b_ij )

@@ -6,32 +6,21 @@
 #include "losses/infonce_reference.h"
 #include "losses/loss_common.h"
 #include "losses/random_inputs.h"
+#include "losses/worked_example.h"
 
 namespace nce::losses {
 
-// Symmetric InfoNCE.
+// Symmetric InfoNCE: InfoNCE both ways, averaged; the negatives take part in q->p only.
 //   q: [N, d]   p: [N, d]   negatives: [M, d]   C = [p; negatives]: [N+M, d]
-//   a = q C^T / tau    [N, N+M]   direction q->p: row i's positive is column i
-//   b = p q^T / tau    [N, N]     direction p->q: row i's positive is column i
+//   a = q C^T / tau    [N, N+M]   b = p q^T / tau    [N, N]   (row i's positive: column i)
 //   L = 1/2 [ (1/N) sum_i ( lse_j a_ij - a_ii ) + (1/N) sum_i ( lse_j b_ij - b_ii ) ]
 //
-// Backward (each step in docs/derivations/infonce_symmetric.md):
-//   dL/da = A = (P_a - Y) / 2N     [N, N+M]       dL/db = B = (P_b - Y) / 2N     [N, N]
-//   a_ij = q_i·c_j / tau:   dL/dq += A · C / tau          dL/dC  = A^T · q / tau   (rows 0..N-1 -> p, N.. -> negatives)
-//   b_ij = p_i·q_j / tau:   dL/dp += B · q / tau          dL/dq += B^T · p / tau
-//   so  dL/dq = (A · C + B^T · p) / tau                     [N, d]
-//       dL/dp = (A^T · q)[rows 0..N-1] / tau + B · q / tau  [N, d]
-//       dL/dnegatives = (A^T · q)[rows N..] / tau           [M, d]
-//   dL/dtau = -(1/tau) ( sum_ij A_ij a_ij + sum_ij B_ij b_ij );  dL/dlog_tau = tau · dL/dtau (0 while clamped)
-//
-// The fused kernel (infonce_symmetric_sweep, losses/infonce_blocks.h) uses that b is a
-// transpose: b_ij = p_i·q_j / tau = a_ji for j < N, so B^T sits on the first N columns of
-// a and both directions flow through the one matrix a:
-//   G = dL/da = A + [B^T | 0]        [N, N+M]   (B^T: the column softmax of a[:, :N], minus Y, / 2N)
-//   dL/dq = G · C / tau,   dL/dC = G^T · q / tau,   dL/dtau = -(1/tau) sum_ij G_ij a_ij
-// which are the lines above regrouped (B^T·p = [B^T | 0]·C and B·q = ([B^T | 0]^T·q) on
-// the rows of p). It computes them during the forward, block by block, and the node's
-// backward multiplies them by dy. The unfused lines, one op each: infonce_symmetric_reference.
+// The closed form, derived step by step in docs/derivations/infonce_symmetric.md:
+//   A = (P_a - Y) / 2N   B = (P_b - Y) / 2N   G = dL/da = A + [B^T | 0]   [N, N+M]
+//   dL/dq = G C / tau    dL/dC = G^T q / tau    dL/dlog_tau = -sum_ij G_ij a_ij = -sum_i q_i·dq_i
+// infonce_symmetric_sweep (losses/infonce_blocks.h) computes them during the forward, block
+// by block, and the node's backward multiplies them by dy. The unfused form, with A and B as
+// two matrices and one engine op per line: infonce_symmetric_reference.
 Var infonce_symmetric(const Var& q, const Var& p, const Var& negatives, const Var& log_tau, double tau,
                       LogitBlocking blocking) {
     check_infonce_inputs(q, p, negatives, tau, "infonce_symmetric");
@@ -72,6 +61,44 @@ LossDefinition infonce_symmetric_definition() {
             {"p", random_unit_rows(generator, rows, dim)},
             {"neg", random_unit_rows(generator, rows / 2 + 1, dim)},
             {"log_tau", Tensor::scalar(std::log(0.1), Dtype::Float64)}};
+    };
+    // The page's example: infonce's two pairs and learnable tau = 0.5, plus one extra
+    // negative, so that G = A + [B^T | 0] shows its zero column.
+    loss.worked_example = [] {
+        WorkedExample example;
+        example.inputs = {{"q", matrix({{0.6, 0.8}, {1.0, 0.0}})},
+                          {"p", matrix({{0.8, 0.6}, {0.0, 1.0}})},
+                          {"neg", matrix({{-0.6, 0.8}})},
+                          {"log_tau", Tensor::scalar(std::log(0.5), Dtype::Float64)}};
+        example.steps = [](const LossArguments& arguments) {
+            Tensor q = arguments.input("q").value(), p = arguments.input("p").value();
+            Tensor candidates = concat({p, arguments.input("neg").value()}, 0);  // C [N+M, d]
+            double tau = std::exp(arguments.input("log_tau").value().item());
+            int64_t N = q.size(0), M = candidates.size(0) - N;
+            Tensor a = matmul(q, candidates, Transpose::Second) / tau;                               // [N, N+M]
+            Tensor b = matmul(p, q, Transpose::Second) / tau;                                        // [N, N]
+            Tensor targets = concat({identity(N), Tensor::zeros({N, M}, Dtype::Float64)}, 1);        // Y [N, N+M]
+            Tensor A = (softmax(a) - targets) / (2.0 * N);                                           // [N, N+M]
+            Tensor B = (softmax(b) - identity(N)) / (2.0 * N);                                       // [N, N]
+            Tensor G = A + concat({transpose(B, 0, 1), Tensor::zeros({N, M}, Dtype::Float64)}, 1);  // [N, N+M]
+            Tensor dq = matmul(G, candidates) / tau;                                                 // [N, d]
+            Tensor dcandidates = matmul(G, q, Transpose::First) / tau;                               // [N+M, d]
+            return std::vector<DerivationStep>{
+                {"tau", "exp(log_tau)", Tensor::scalar(tau, Dtype::Float64)},
+                {"a", "q C^T / tau", a},
+                {"P_a", "softmax of each row of a", softmax(a)},
+                {"b", "p q^T / tau = (first N columns of a)^T", b},
+                {"P_b", "softmax of each row of b", softmax(b)},
+                {"A", "(P_a - Y) / 2N", A},
+                {"B", "(P_b - Y) / 2N", B},
+                {"G", "A + [B^T | 0]", G},
+                {"dq", "G C / tau", dq},
+                {"dp", "(G^T q / tau) rows [0, N)", slice(dcandidates, 0, 0, N)},
+                {"dneg", "(G^T q / tau) rows [N, N+M)", slice(dcandidates, 0, N, N + M)},
+                {"dlog_tau", "-sum_ij G_ij a_ij", -sum(G * a)},
+                {"-sum_i q_i.dq_i", "the same number, as the fused kernel forms it", -sum(q * dq)}};
+        };
+        return example;
     };
     return loss;
 }
