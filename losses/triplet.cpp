@@ -4,6 +4,7 @@
 
 #include "losses/loss_common.h"
 #include "losses/random_inputs.h"
+#include "losses/worked_example.h"
 
 namespace nce::losses {
 namespace {
@@ -118,6 +119,34 @@ LossDefinition triplet_definition() {
         }
         return std::map<std::string, Tensor>{
             {"a", concat(anchors, 0)}, {"p", concat(positives, 0)}, {"n", concat(negatives, 0)}};
+    };
+    // The page's example: the default dot metric and margin 0.3; triplet 0 is active
+    // (h_0 = 0.8 - 0.96 + 0.3 = 0.14 > 0), triplet 1 is not (h_1 = 0 - 0.8 + 0.3 = -0.5).
+    loss.worked_example = [] {
+        WorkedExample example;
+        example.inputs = {{"a", matrix({{0.6, 0.8}, {1.0, 0.0}})},
+                          {"p", matrix({{0.8, 0.6}, {0.8, 0.6}})},
+                          {"n", matrix({{0.0, 1.0}, {0.0, 1.0}})}};
+        example.steps = [](const LossArguments& arguments) {
+            Tensor a = arguments.input("a").value(), p = arguments.input("p").value();
+            Tensor n = arguments.input("n").value();
+            double margin = arguments.number("margin");
+            int64_t N = a.size(0);
+            Tensor s_ap = sum(a * p, 1), s_an = sum(a * n, 1);                 // [N]
+            Tensor h = s_an - s_ap + margin;                                    // [N]
+            Tensor w = step(h) / static_cast<double>(N);                        // [N]
+            Tensor w_rows = w.reshape({N, 1});                                  // [N, 1]
+            return std::vector<DerivationStep>{
+                {"s_ap", "a_i.p_i", s_ap},
+                {"s_an", "a_i.n_i", s_an},
+                {"h", "s_an - s_ap + margin", h},
+                {"relu(h)", "max(h, 0), each triplet's term", relu(h)},
+                {"w", "dL/dh = relu'(h) / N", w},
+                {"da", "w_i (n_i - p_i)", w_rows * (n - p)},
+                {"dp", "-w_i a_i", -(w_rows * a)},
+                {"dn", "w_i a_i", w_rows * a}};
+        };
+        return example;
     };
     return loss;
 }
