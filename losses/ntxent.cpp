@@ -6,6 +6,7 @@
 #include "losses/loss_common.h"
 #include "losses/random_inputs.h"
 #include "losses/softmax_rows.h"
+#include "losses/worked_example.h"
 
 namespace nce::losses {
 namespace {
@@ -85,6 +86,36 @@ LossDefinition ntxent_definition() {
         second_view = second_view / sqrt(sum(second_view * second_view, 1, /*keepdim=*/true));
         return std::map<std::string, Tensor>{{"z", concat({first_view, second_view}, 0)},
                                              {"log_tau", Tensor::scalar(std::log(0.2), Dtype::Float64)}};
+    };
+    // The page's example: B = 2 items seen twice (z is [4, 2], unit rows), a learnable tau of
+    // 0.5, mask_self = 1. Rows 0 and 2 are the two views of item 0, rows 1 and 3 of item 1.
+    loss.worked_example = [] {
+        WorkedExample example;
+        example.inputs = {{"z", matrix({{0.0, 1.0}, {1.0, 0.0}, {0.6, 0.8}, {0.8, -0.6}})},
+                          {"log_tau", Tensor::scalar(std::log(0.5), Dtype::Float64)}};
+        example.steps = [](const LossArguments& arguments) {
+            Tensor z = arguments.input("z").value();
+            double tau = std::exp(arguments.input("log_tau").value().item());
+            int64_t rows = z.size(0), B = rows / 2;
+            Tensor I = identity(rows);                                                   // [2B, 2B]
+            Tensor S = matmul(z, z, Transpose::Second);                                  // [2B, 2B]
+            Tensor l = keep_where(S / tau, 1.0 - I, -INFINITY);                          // [2B, 2B]
+            Tensor Y = concat({slice(I, 0, B, rows), slice(I, 0, 0, B)}, 0);             // row i: I's row p(i)
+            Tensor P = softmax(l);                                                       // [2B, 2B]
+            Tensor G = (P - Y) / static_cast<double>(rows);                              // [2B, 2B]
+            Tensor dz = matmul(G + transpose(G, 0, 1), z) / tau;                         // [2B, d]
+            return std::vector<DerivationStep>{
+                {"tau", "exp(log_tau)", Tensor::scalar(tau, Dtype::Float64)},
+                {"S", "z z^T", S},
+                {"l", "S / tau, with l_ii = -inf (mask_self)", l},
+                {"P", "softmax of each row of l", P},
+                {"Y", "one-hot at p(i) = (i + B) mod 2B", Y},
+                {"G", "(P - Y) / 2B", G},
+                {"G + G^T", "G plus its transpose (z_k is a row and a column of l)", G + transpose(G, 0, 1)},
+                {"dz", "(G + G^T) z / tau", dz},
+                {"dlog_tau", "tau dL/dtau = -(1/tau) sum_ij G_ij S_ij", -sum(G * S) / tau}};
+        };
+        return example;
     };
     return loss;
 }
