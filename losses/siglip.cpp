@@ -5,6 +5,7 @@
 
 #include "losses/loss_common.h"
 #include "losses/random_inputs.h"
+#include "losses/worked_example.h"
 
 namespace nce::losses {
 namespace {
@@ -124,6 +125,41 @@ LossDefinition siglip_definition() {
                                              {"y", y},
                                              {"log_scale", Tensor::full({1}, std::log(10.0), Dtype::Float64)},
                                              {"bias", Tensor::full({1}, -2.0, Dtype::Float64)}};
+    };
+    // The page's example: two pairs of unit rows, each closer to its own partner (0.96) than
+    // to the other (-0.28, 0.28), at a scale of 2 and a bias of -1.
+    loss.worked_example = [] {
+        WorkedExample example;
+        example.inputs = {{"x", matrix({{0.6, 0.8}, {0.8, -0.6}})},
+                          {"y", matrix({{0.8, 0.6}, {0.6, -0.8}})},
+                          {"log_scale", Tensor::full({1}, std::log(2.0), Dtype::Float64)},
+                          {"bias", Tensor::full({1}, -1.0, Dtype::Float64)}};
+        example.steps = [](const LossArguments& arguments) {
+            Tensor x = arguments.input("x").value(), y = arguments.input("y").value();
+            double scale = std::exp(arguments.input("log_scale").value().item());
+            double bias = arguments.input("bias").value().item();
+            int64_t N = x.size(0);
+            Tensor S = matmul(x, y, Transpose::Second);                  // [N, N]
+            Tensor g = S * scale + bias;                                 // [N, N]
+            Tensor z = identity(N) * 2.0 - 1.0;                          // [N, N]: 1 on the diagonal, -1 off it
+            Tensor wrongness = sigmoid(-(z * g));                        // [N, N]
+            Tensor G = -(z * wrongness) / static_cast<double>(N);        // [N, N]
+            Tensor dx = matmul(G, y) * scale;                            // [N, d]
+            return std::vector<DerivationStep>{
+                {"scale", "exp(log_scale)", Tensor::scalar(scale, Dtype::Float64)},
+                {"S", "x y^T", S},
+                {"g", "scale S + bias", g},
+                {"z", "1 if i = j else -1", z},
+                {"softplus(-z ⊙ g)", "each pair's term of the loss", log(1.0 + exp(-(z * g)))},
+                {"sigmoid(-z ⊙ g)", "how wrong each pair is judged, in (0, 1)", wrongness},
+                {"G", "-(1/N) z ⊙ sigmoid(-z ⊙ g)", G},
+                {"dx", "scale G y", dx},
+                {"dy", "scale G^T x", matmul(G, x, Transpose::First) * scale},
+                {"dlog_scale", "scale sum_ij G_ij S_ij", (sum(G * S) * scale).reshape({1})},
+                {"sum(x ⊙ dx)", "the same number, as the backward forms it", sum(x * dx)},
+                {"dbias", "sum_ij G_ij", sum(G).reshape({1})}};
+        };
+        return example;
     };
     return loss;
 }
