@@ -4,6 +4,7 @@
 
 #include "losses/loss_common.h"
 #include "losses/random_inputs.h"
+#include "losses/worked_example.h"
 
 namespace nce::losses {
 namespace {
@@ -84,6 +85,43 @@ LossDefinition listwise_definition() {
         Tensor a = random_unit_rows(generator, rows * K, dim).reshape({rows, K, dim});
         Tensor score = generator.uniform({rows, K}, Dtype::Float64, 0.0, 3.0);
         return std::map<std::string, Tensor>{{"q", q}, {"a", a}, {"score", score}};
+    };
+    // The page's example: Q = 2 queries with K = 2 candidates each, d = 2, the default tau 1.
+    // Query 0's scores have a positive max (divided by it); query 1's max is 0 (used as they are).
+    loss.worked_example = [] {
+        WorkedExample example;
+        example.inputs = {{"q", matrix({{1.0, 0.0}, {0.6, 0.8}})},
+                          {"a", Tensor::from_vector({0.6, 0.8, 0.0, 1.0,      // a_00, a_01
+                                                     1.0, 0.0, 0.8, 0.6},     // a_10, a_11
+                                                    {2, 2, 2}, Dtype::Float64)},
+                          {"score", matrix({{2.0, 1.0}, {-1.0, 0.0}})}};
+        example.steps = [](const LossArguments& arguments) {
+            Tensor q = arguments.input("q").value(), a = arguments.input("a").value();
+            Tensor score = arguments.input("score").value();
+            double tau = arguments.number("tau");
+            int64_t Q = a.size(0), K = a.size(1), d = a.size(2);
+            Tensor logits = sum(q.reshape({Q, 1, d}) * a, 2) / tau;             // [Q, K]
+            Tensor pr = softmax(logits);                                         // [Q, K]
+            Tensor row_max = max(score, 1, true).values;                         // [Q, 1]
+            Tensor divisor = keep_where(row_max, step(row_max), 1.0);            // [Q, 1]
+            Tensor sh = score / divisor;                                         // [Q, K]
+            Tensor t = softmax(sh / tau);                                        // [Q, K]
+            Tensor G = (pr - t) / static_cast<double>(Q);                        // [Q, K]
+            Tensor cross_entropy = -sum(t * log(pr)) / static_cast<double>(Q);   // []
+            Tensor entropy = -sum(t * log(t)) / static_cast<double>(Q);          // []
+            return std::vector<DerivationStep>{
+                {"logits", "q_q.a_qk / tau", logits},
+                {"pr", "softmax_k(logits_q)", pr},
+                {"sh", "score / max_k score where that max > 0, else score", sh},
+                {"t", "softmax_k(sh_q / tau)", t},
+                {"H(t, pr)", "-(1/Q) sum_qk t_qk log pr_qk, the cross-entropy", cross_entropy},
+                {"H(t)", "-(1/Q) sum_qk t_qk log t_qk, a constant", entropy},
+                {"H(t, pr) - H(t)", "L, the KL divergence", cross_entropy - entropy},
+                {"G", "dL/dlogits = (pr - t) / Q", G},
+                {"dq", "sum_k G_qk a_qk / tau", sum(G.reshape({Q, K, 1}) * a, 1) / tau},
+                {"da", "G_qk q_q / tau", G.reshape({Q, K, 1}) * q.reshape({Q, 1, d}) / tau}};
+        };
+        return example;
     };
     return loss;
 }
