@@ -4,6 +4,7 @@
 
 #include "losses/loss_common.h"
 #include "losses/random_inputs.h"
+#include "losses/worked_example.h"
 
 namespace nce::losses {
 namespace {
@@ -97,6 +98,31 @@ LossDefinition contrastive_definition() {
         return std::map<std::string, Tensor>{{"x", concat(xs, 0)},
                                              {"y", concat(ys, 0)},
                                              {"label", Tensor::from_vector(labels, {rows}, Dtype::Float64)}};
+    };
+    // The page's example: the default cosine metric and margin 0.5. Pair 0 is similar
+    // (D_0 = 1 - 0.8 = 0.2); pair 1 is dissimilar and inside the margin (D_1 = 1 - 0.96 = 0.04 < 0.5).
+    loss.worked_example = [] {
+        WorkedExample example;
+        example.inputs = {{"x", matrix({{1.0, 0.0}, {0.6, 0.8}})},
+                          {"y", matrix({{0.8, 0.6}, {0.8, 0.6}})},
+                          {"label", Tensor::from_vector({1.0, 0.0}, {2}, Dtype::Float64)}};
+        example.steps = [](const LossArguments& arguments) {
+            Tensor x = arguments.input("x").value(), y = arguments.input("y").value();
+            Tensor label = arguments.input("label").value();
+            double margin = arguments.number("margin");
+            int64_t N = x.size(0);
+            Tensor D = 1.0 - sum(x * y, 1);                                                  // [N]
+            Tensor shortfall = relu(margin - D);                                              // [N]
+            Tensor g = (label * D - (1.0 - label) * shortfall) / static_cast<double>(N);     // [N]
+            Tensor g_rows = g.reshape({N, 1});                                                // [N, 1]
+            return std::vector<DerivationStep>{
+                {"D", "1 - x_i.y_i", D},
+                {"relu(margin - D)", "how far inside the margin (counts where label = 0)", shortfall},
+                {"g", "dL/dD = (label D - (1 - label) relu(margin - D)) / N", g},
+                {"dx", "-g_i y_i", -(g_rows * y)},
+                {"dy", "-g_i x_i", -(g_rows * x)}};
+        };
+        return example;
     };
     return loss;
 }
