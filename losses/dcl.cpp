@@ -5,6 +5,7 @@
 
 #include "losses/loss_common.h"
 #include "losses/random_inputs.h"
+#include "losses/worked_example.h"
 
 namespace nce::losses {
 namespace {
@@ -113,6 +114,55 @@ LossDefinition dcl_definition() {
         Tensor v = u + random_unit_rows(generator, N, dim) * 0.7;
         v = v / sqrt(sum(v * v, 1, /*keepdim=*/true));
         return std::map<std::string, Tensor>{{"u", u}, {"v", v}};
+    };
+    // The page's example: two items seen twice as unit rows, tau 0.5. The sums over k != i are
+    // written with exp and a 0/1 mask, as the spec writes them (no -inf, no shift).
+    loss.worked_example = [] {
+        WorkedExample example;
+        example.inputs = {{"u", matrix({{1.0, 0.0}, {0.6, 0.8}})}, {"v", matrix({{0.8, 0.6}, {-0.6, 0.8}})}};
+        example.params = {{"tau", "0.5"}};
+        example.steps = [](const LossArguments& arguments) {
+            Tensor u = arguments.input("u").value(), v = arguments.input("v").value();
+            double tau = arguments.number("tau");
+            int64_t N = u.size(0);
+            Tensor I = identity(N), off = 1.0 - identity(N);                     // [N, N]
+            Tensor UU = matmul(u, u, Transpose::Second) / tau;                    // [N, N]
+            Tensor UV = matmul(u, v, Transpose::Second) / tau;                    // [N, N]
+            Tensor VV = matmul(v, v, Transpose::Second) / tau;                    // [N, N]
+            Tensor VU = transpose(UV, 0, 1);                                      // [N, N]
+            // One direction, anchors with themselves (same) and with their partners (cross).
+            struct Direction {
+                Tensor D, P_same, P_cross;  // [N], [N, N], [N, N]
+            };
+            auto direction = [&](const Tensor& same, const Tensor& cross) {
+                Tensor e_same = exp(same) * off, e_cross = exp(cross) * off;     // [N, N], 0 at k = i
+                Tensor denominator = sum(e_same + e_cross, 1, /*keepdim=*/true);  // [N, 1]
+                Tensor positive = sum(cross * I, 1);                              // [N], a_i·b_i / tau
+                return Direction{log(denominator).reshape({N}) - positive, e_same / denominator,
+                                 e_cross / denominator};
+            };
+            Direction forward = direction(UU, UV), backward = direction(VV, VU);
+            Tensor A1 = forward.P_same / static_cast<double>(N), C1 = (forward.P_cross - I) / static_cast<double>(N);
+            Tensor A2 = backward.P_same / static_cast<double>(N), C2 = (backward.P_cross - I) / static_cast<double>(N);
+            auto T = [](const Tensor& m) { return transpose(m, 0, 1); };
+            return std::vector<DerivationStep>{
+                {"UU", "u u^T / tau", UU},
+                {"UV", "u v^T / tau", UV},
+                {"VV", "v v^T / tau", VV},
+                {"D(u,v)", "-UV_ii + log( sum_{k!=i} exp(UU_ik) + sum_{k!=i} exp(UV_ik) )", forward.D},
+                {"D(v,u)", "-VU_ii + log( sum_{k!=i} exp(VV_ik) + sum_{k!=i} exp(VU_ik) )", backward.D},
+                {"P1^aa", "exp(UU_ik) / row i's sum, 0 at k = i", forward.P_same},
+                {"P1^ab", "exp(UV_ik) / row i's sum, 0 at k = i", forward.P_cross},
+                {"P2^aa", "exp(VV_ik) / row i's sum, 0 at k = i", backward.P_same},
+                {"P2^ab", "exp(VU_ik) / row i's sum, 0 at k = i", backward.P_cross},
+                {"A1", "P1^aa / N", A1},
+                {"C1", "(P1^ab - I) / N", C1},
+                {"A2", "P2^aa / N", A2},
+                {"C2", "(P2^ab - I) / N", C2},
+                {"du", "[ (A1 + A1^T) u + (C1 + C2^T) v ] / tau", (matmul(A1 + T(A1), u) + matmul(C1 + T(C2), v)) / tau},
+                {"dv", "[ (A2 + A2^T) v + (C2 + C1^T) u ] / tau", (matmul(A2 + T(A2), v) + matmul(C2 + T(C1), u)) / tau}};
+        };
+        return example;
     };
     return loss;
 }
