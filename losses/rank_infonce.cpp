@@ -8,6 +8,7 @@
 #include "losses/random_query_groups.h"
 #include "losses/loss_common.h"
 #include "losses/soft_target_cross_entropy.h"
+#include "losses/worked_example.h"
 
 namespace nce::losses {
 namespace {
@@ -148,6 +149,60 @@ LossDefinition rank_infonce_definition() {
                                              {"rank", random_ranks_in_groups(generator, qid)},
                                              {"score", generator.uniform({rows}, Dtype::Float64)},
                                              {"log_tau", Tensor::full({1}, std::log(0.1), Dtype::Float64)}};
+    };
+    // The page's example: N = 3 unit pairs, rows 0 and 1 one query (qid 0) with ranks 0 and 1
+    // and scores 0.9 and 0.3, row 2 another (qid 1); ranks and scores both used, with weights
+    // of 0.5; a learnable tau of 0.5.
+    loss.worked_example = [] {
+        WorkedExample example;
+        example.inputs = {{"q", matrix({{1.0, 0.0}, {0.8, 0.6}, {0.0, 1.0}})},
+                          {"p", matrix({{0.8, 0.6}, {0.6, 0.8}, {0.0, 1.0}})},
+                          {"qid", Tensor::from_indices({0, 0, 1}, {3})},
+                          {"rank", Tensor::from_indices({0, 1, 0}, {3})},
+                          {"score", Tensor::from_vector({0.9, 0.3, 0.5}, {3}, Dtype::Float64)},
+                          {"log_tau", Tensor::scalar(std::log(0.5), Dtype::Float64)}};
+        example.params = {{"rank_weight", "0.5"}, {"score_weight", "0.5"}, {"use_scores", "1"}};
+        example.steps = [](const LossArguments& arguments) {
+            Tensor q = arguments.input("q").value(), p = arguments.input("p").value();
+            Tensor ids = arguments.input("qid").value().to(Dtype::Float64);     // [N]
+            Tensor rank = arguments.input("rank").value().to(Dtype::Float64);   // [N]
+            Tensor score = arguments.input("score").value();                    // [N]
+            double tau = std::exp(arguments.input("log_tau").value().item());
+            double rank_weight = arguments.number("rank_weight") * arguments.number("use_ranks");
+            double score_weight = arguments.number("score_weight") * arguments.number("use_scores");
+            int64_t N = q.size(0);
+            Tensor same_query = 1.0 - step(abs(ids.reshape({N, 1}) - ids.reshape({1, N})));  // M [N, N]
+            // Row j of group_scores holds the scores of j's group, -inf elsewhere.   [N, N]
+            Tensor group_scores = keep_where(repeat_rows(score, N), same_query, -INFINITY);
+            Tensor highest = max(group_scores, 1).values;                                     // [N]
+            Tensor lowest = -max(keep_where(-repeat_rows(score, N), same_query, -INFINITY), 1).values;  // [N]
+            Tensor range = highest - lowest;                                                  // [N]
+            // A group whose scores are all equal has score_j - lowest = 0: divide it by 1.
+            Tensor scaled_score = (score - lowest) / keep_where(range, step(range), 1.0);    // sh [N]
+            Tensor exponent = rank * -rank_weight + scaled_score * score_weight;               // a [N]
+            Tensor group_total = matmul(same_query, exp(exponent).reshape({N, 1})).reshape({N});  // [N]
+            Tensor weights = exp(exponent) / group_total;                                      // w [N]
+            Tensor T = same_query * weights.reshape({1, N});                                   // [N, N]
+            Tensor l = matmul(q, p, Transpose::Second) / tau;                                  // [N, N]
+            Tensor P = softmax(l);                                                             // [N, N]
+            Tensor G = (P - T) / static_cast<double>(N);                                       // [N, N]
+            Tensor dq = matmul(G, p) / tau;                                                    // [N, d]
+            return std::vector<DerivationStep>{
+                {"tau", "exp(log_tau)", Tensor::scalar(tau, Dtype::Float64)},
+                {"M", "1 where qid_j = qid_i (j in G(i)), else 0", same_query},
+                {"sh", "(score_j - min_G score) / (max_G score - min_G score), 0 when max = min", scaled_score},
+                {"a", "-rank_weight use_ranks rank_j + score_weight use_scores sh_j", exponent},
+                {"w", "exp(a_j) / sum_{k in G(j)} exp(a_k)", weights},
+                {"T", "M_ij w_j", T},
+                {"l", "q p^T / tau", l},
+                {"P", "softmax of each row of l", P},
+                {"G", "(P - T) / N", G},
+                {"dq", "G p / tau", dq},
+                {"dp", "G^T q / tau", matmul(G, q, Transpose::First) / tau},
+                {"dlog_tau", "tau dL/dtau = -sum_ij G_ij l_ij", -sum(G * l)},
+                {"-sum_i q_i.dq_i", "the same number, as the backward forms it", -sum(q * dq)}};
+        };
+        return example;
     };
     return loss;
 }
