@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "losses/loss_common.h"
+#include "losses/worked_example.h"
 
 namespace nce::losses {
 namespace {
@@ -73,6 +74,34 @@ LossDefinition smooth_l1_definition() {
         }
         Tensor pred = target + Tensor::from_vector(errors, {rows, dim}, Dtype::Float64);
         return std::map<std::string, Tensor>{{"pred", pred}, {"target", target}};
+    };
+    // The page's example: the default beta 1; errors e = (0.5, -2; 1.5, -0.2), two inside the
+    // band |e| < 1 (the parabola) and two outside (the line), one of each sign.
+    loss.worked_example = [] {
+        WorkedExample example;
+        example.inputs = {{"pred", matrix({{0.7, -1.0}, {1.0, 0.1}})},
+                          {"target", matrix({{0.2, 1.0}, {-0.5, 0.3}})}};
+        example.steps = [](const LossArguments& arguments) {
+            Tensor pred = arguments.input("pred").value(), target = arguments.input("target").value();
+            double beta = arguments.number("beta");
+            double elements = static_cast<double>(pred.numel());                            // N d
+            Tensor e = pred - target;                                                       // [N, d]
+            Tensor inside = step(beta - abs(e));                                            // [N, d]
+            Tensor outside = 1.0 - inside;                                                  // [N, d]
+            Tensor sign = step(e) - step(-e);                                               // [N, d]
+            Tensor h = inside * square(e) * (0.5 / beta) + outside * (abs(e) - 0.5 * beta);  // [N, d]
+            Tensor slope = inside * e / beta + outside * sign;                               // h'(e)  [N, d]
+            return std::vector<DerivationStep>{
+                {"e", "pred - target", e},
+                {"inside", "1 where |e| < beta, else 0", inside},
+                {"h", "0.5 e^2 / beta inside, |e| - 0.5 beta outside", h},
+                {"h'(e)", "e / beta inside, sign(e) outside", slope},
+                {"c / beta", "clamp(e, -beta, beta) / beta: the same numbers, as the code forms them",
+                 clamp(e, -beta, beta) / beta},
+                {"dpred", "h'(e) / (N d)", slope / elements},
+                {"dtarget", "-h'(e) / (N d)", -slope / elements}};
+        };
+        return example;
     };
     return loss;
 }
