@@ -6,6 +6,7 @@
 
 #include "losses/loss_common.h"
 #include "losses/random_inputs.h"
+#include "losses/worked_example.h"
 
 namespace nce::losses {
 namespace {
@@ -92,6 +93,39 @@ LossDefinition cosent_definition() {
         return std::map<std::string, Tensor>{{"x", random_unit_rows(generator, rows, dim)},
                                              {"y", random_unit_rows(generator, rows, dim)},
                                              {"label", Tensor::from_vector(labels, {rows}, Dtype::Float64)}};
+    };
+    // The page's example: one ordered pair (label_0 = 0 < label_1 = 1) in the wrong order,
+    // x_0·y_0 = 0.8 > x_1·y_1 = 0.6; scale 5 keeps the numbers small (s = (4, 3)).
+    loss.worked_example = [] {
+        WorkedExample example;
+        example.inputs = {{"x", matrix({{1.0, 0.0}, {0.6, 0.8}})},
+                          {"y", matrix({{0.8, 0.6}, {1.0, 0.0}})},
+                          {"label", Tensor::from_vector({0.0, 1.0}, {2}, Dtype::Float64)}};
+        example.params = {{"scale", "5"}};
+        example.steps = [](const LossArguments& arguments) {
+            Tensor x = arguments.input("x").value(), y = arguments.input("y").value();
+            Tensor label = arguments.input("label").value();
+            double scale = arguments.number("scale");
+            int64_t N = x.size(0);
+            Tensor s = sum(x * y, 1) * scale;                                                 // [N]
+            Tensor M = greater(label.reshape({1, N}), label.reshape({N, 1}));                 // [N, N]
+            Tensor D = keep_where(s.reshape({N, 1}) - s.reshape({1, N}), M,
+                                  -std::numeric_limits<double>::infinity());                  // [N, N]
+            Tensor L = log(1.0 + sum(exp(D)));                                                // []
+            Tensor W = exp(D - L.item());                                                     // [N, N]
+            Tensor ds = sum(W, 1) - sum(W, 0);                                                // [N]
+            Tensor ds_rows = ds.reshape({N, 1}) * scale;                                      // [N, 1]
+            return std::vector<DerivationStep>{
+                {"s", "scale x_i.y_i", s},
+                {"M", "1 where label_i < label_j, else 0", M},
+                {"D", "s_i - s_j where M_ij = 1, else -inf", D},
+                {"L", "log(1 + sum_ij exp(D_ij))", L},
+                {"W", "dL/dD = exp(D - L)", W},
+                {"ds", "dL/ds = rowsum(W) - colsum(W)", ds},
+                {"dx", "scale ds_k y_k", ds_rows * y},
+                {"dy", "scale ds_k x_k", ds_rows * x}};
+        };
+        return example;
     };
     return loss;
 }
