@@ -7,6 +7,7 @@
 #include "losses/random_query_groups.h"
 #include "losses/loss_common.h"
 #include "losses/soft_target_cross_entropy.h"
+#include "losses/worked_example.h"
 
 namespace nce::losses {
 namespace {
@@ -126,6 +127,45 @@ LossDefinition hard_negative_infonce_definition() {
                                              {"p", random_unit_rows(generator, rows, dim)},
                                              {"qid", random_query_ids(generator, rows)},
                                              {"log_tau", Tensor::full({1}, std::log(0.1), Dtype::Float64)}};
+    };
+    // The page's example: N = 3 unit pairs, rows 0 and 1 one query (qid 0: the pairs (0, 1)
+    // and (1, 0)), row 2 another (qid 1); a learnable tau of 0.5 and a penalty weight of 0.1.
+    loss.worked_example = [] {
+        WorkedExample example;
+        example.inputs = {{"q", matrix({{1.0, 0.0}, {0.8, 0.6}, {0.0, 1.0}})},
+                          {"p", matrix({{0.8, 0.6}, {0.6, 0.8}, {0.0, 1.0}})},
+                          {"qid", Tensor::from_indices({0, 0, 1}, {3})},
+                          {"log_tau", Tensor::scalar(std::log(0.5), Dtype::Float64)}};
+        example.params = {{"weight", "0.1"}};
+        example.steps = [](const LossArguments& arguments) {
+            Tensor q = arguments.input("q").value(), p = arguments.input("p").value();
+            Tensor ids = arguments.input("qid").value().to(Dtype::Float64);  // [N]
+            double tau = std::exp(arguments.input("log_tau").value().item());
+            double weight = arguments.number("weight");
+            int64_t N = q.size(0);
+            Tensor I = identity(N);                                                              // [N, N]
+            Tensor pairs = 1.0 - step(abs(ids.reshape({N, 1}) - ids.reshape({1, N}))) - I;       // M [N, N]
+            double K = sum(pairs).item();                                                        // 2 here, never 0
+            Tensor l = matmul(q, p, Transpose::Second) / tau;                                    // [N, N]
+            Tensor P = softmax(l);                                                               // [N, N]
+            Tensor H = pairs * exp(l) * (weight / K);                                            // [N, N]
+            Tensor G = (P - I) / static_cast<double>(N) + H;                                     // [N, N]
+            Tensor dq = matmul(G, p) / tau;                                                      // [N, d]
+            return std::vector<DerivationStep>{
+                {"tau", "exp(log_tau)", Tensor::scalar(tau, Dtype::Float64)},
+                {"M", "1 where i != j and qid_i = qid_j (the ordered pairs), else 0", pairs},
+                {"K", "sum_ij M_ij, the number of pairs", Tensor::scalar(K, Dtype::Float64)},
+                {"l", "q p^T / tau", l},
+                {"P", "softmax of each row of l", P},
+                {"H", "(weight / K) M_ij exp(l_ij), the penalty's dL/dl", H},
+                {"penalty", "sum_ij H_ij, weight times the mean of exp(l_ij) over the pairs", sum(H)},
+                {"G", "(P - I) / N + H", G},
+                {"dq", "G p / tau", dq},
+                {"dp", "G^T q / tau", matmul(G, q, Transpose::First) / tau},
+                {"dlog_tau", "tau dL/dtau = -sum_ij G_ij l_ij", -sum(G * l)},
+                {"-sum_i q_i.dq_i", "the same number, as the backward forms it", -sum(q * dq)}};
+        };
+        return example;
     };
     return loss;
 }
