@@ -2,6 +2,7 @@
 
 #include "losses/loss_common.h"
 #include "losses/random_inputs.h"
+#include "losses/worked_example.h"
 
 namespace nce::losses {
 namespace {
@@ -66,6 +67,32 @@ LossDefinition margin_mse_definition() {
                                              {"p", random_unit_rows(generator, rows, dim)},
                                              {"n", random_unit_rows(generator, rows, dim)},
                                              {"label", generator.uniform({rows}, Dtype::Float64, -1.0, 2.0)}};
+    };
+    // The page's example: row 0 is the tests' one triple by hand (student margin 0.6, teacher
+    // 0.1, r_0 = 0.5); row 1 has the student below the teacher (0.36 against 0.5, r_1 = -0.14).
+    loss.worked_example = [] {
+        WorkedExample example;
+        example.inputs = {{"q", matrix({{1.0, 0.0}, {0.6, 0.8}})},
+                          {"p", matrix({{0.6, 0.8}, {0.8, 0.6}})},
+                          {"n", matrix({{0.0, 1.0}, {1.0, 0.0}})},
+                          {"label", Tensor::from_vector({0.1, 0.5}, {2}, Dtype::Float64)}};
+        example.steps = [](const LossArguments& arguments) {
+            Tensor q = arguments.input("q").value(), p = arguments.input("p").value();
+            Tensor n = arguments.input("n").value(), label = arguments.input("label").value();
+            int64_t N = q.size(0);
+            Tensor student_margin = sum(q * p, 1) - sum(q * n, 1);            // [N]
+            Tensor r = student_margin - label;                                 // [N]
+            Tensor g = r * (2.0 / static_cast<double>(N));                     // [N]
+            Tensor g_rows = g.reshape({N, 1});                                 // [N, 1]
+            return std::vector<DerivationStep>{
+                {"q.p - q.n", "q_i.p_i - q_i.n_i, the student's margin", student_margin},
+                {"r", "(q.p - q.n) - label", r},
+                {"g", "dL/dr = 2 r / N", g},
+                {"dq", "g_i (p_i - n_i)", g_rows * (p - n)},
+                {"dp", "g_i q_i", g_rows * q},
+                {"dn", "-g_i q_i", -(g_rows * q)}};
+        };
+        return example;
     };
     return loss;
 }
