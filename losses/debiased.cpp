@@ -6,6 +6,7 @@
 
 #include "losses/loss_common.h"
 #include "losses/random_inputs.h"
+#include "losses/worked_example.h"
 
 namespace nce::losses {
 namespace {
@@ -168,6 +169,69 @@ LossDefinition debiased_definition() {
             return x / sqrt(sum(x * x, 1, /*keepdim=*/true));
         };
         return std::map<std::string, Tensor>{{"u", noisy(0.5)}, {"v", noisy(0.5)}};
+    };
+    // The page's example: two items seen twice as unit rows, each pair at a cosine of 0.6, with
+    // beta = 0.5 so that the importance weights (and the quotient rule) take part. Rows 0 and 3
+    // see only far negatives and take the clamp; rows 1 and 2 have a negative at 0.28 and take
+    // the debiased branch, each by a wide gap. Plain exp (no log domain): at t = 0.5 nothing
+    // comes near overflow.
+    loss.worked_example = [] {
+        WorkedExample example;
+        example.inputs = {{"u", matrix({{1.0, 0.0}, {-0.6, 0.8}})}, {"v", matrix({{0.6, 0.8}, {-1.0, 0.0}})}};
+        example.params = {{"beta", "0.5"}};
+        example.steps = [](const LossArguments& arguments) {
+            Tensor u = arguments.input("u").value(), v = arguments.input("v").value();
+            double t = arguments.number("t"), tau_plus = arguments.number("tau_plus"), beta = arguments.number("beta");
+            int64_t N = u.size(0), rows = 2 * N;
+            double M = static_cast<double>(rows - 2);
+            Tensor zero = Tensor::zeros({N, N}, Dtype::Float64);
+            // 1 at (i, p(i)), and 1 at every negative (j not in {i, p(i)})      [2N, 2N] each
+            Tensor positive_mask = concat({concat({zero, identity(N)}, 1), concat({identity(N), zero}, 1)}, 0);
+            Tensor negative_mask = 1.0 - identity(rows) - positive_mask;
+            auto row_of = [&](const Tensor& x) { return x.reshape({rows}); };
+
+            Tensor z = concat({u, v}, 0);                                   // [2N, d]
+            Tensor s = matmul(z, z, Transpose::Second) / t;                 // [2N, 2N]
+            Tensor pos = sum(exp(s) * positive_mask, 1, /*keepdim=*/true);  // [2N, 1]
+            Tensor weighted = exp(s * (1.0 + beta)) * negative_mask;        // imp ⊙ ng   [2N, 2N]
+            Tensor importance = exp(s * beta) * negative_mask;              // imp        [2N, 2N]
+            Tensor A = sum(weighted, 1, /*keepdim=*/true), B = sum(importance, 1, /*keepdim=*/true);  // [2N, 1]
+            Tensor R = A / B * M;                                           // [2N, 1]
+            Tensor debiased_branch = (R - pos * (tau_plus * M)) / (1.0 - tau_plus);  // [2N, 1]
+            double clamp = M * std::exp(-1.0 / t);
+            Tensor on_debiased = greater(debiased_branch, full_like(debiased_branch, clamp));  // [2N, 1]: 1 or 0
+            Tensor Ng = maximum(debiased_branch, full_like(debiased_branch, clamp));           // [2N, 1]
+            Tensor a = pos / (pos + Ng), q = Ng / (pos + Ng);                                   // [2N, 1]
+            Tensor w = weighted / A, r = importance / B;                                        // [2N, 2N]
+
+            // Steps 1 and 3 (through pos_i) land on the positive; step 4 (through R_i) on the negatives.
+            Tensor through_pos = positive_mask * (-q - on_debiased * a * (tau_plus * M / (1.0 - tau_plus)));
+            Tensor R_slope = on_debiased * R / ((pos + Ng) * (1.0 - tau_plus));  // [2N, 1], 0 on the clamp
+            Tensor through_R = R_slope * (w * (1.0 + beta) - r * beta);          // [2N, 2N]
+            Tensor G = (through_pos + through_R) / static_cast<double>(rows);  // [2N, 2N]
+            Tensor dz = matmul(G + transpose(G, 0, 1), z) / t;                // [2N, d]
+            return std::vector<DerivationStep>{
+                {"z", "[u; v]", z},
+                {"s", "z z^T / t", s},
+                {"pos", "exp(s_i,p(i)), p(i) = (i + N) mod 2N", row_of(pos)},
+                {"A", "sum over negatives j of exp((1+beta) s_ij)", row_of(A)},
+                {"B", "sum over negatives j of exp(beta s_ij)", row_of(B)},
+                {"R", "M A / B", row_of(R)},
+                {"debiased branch", "(R - tau_plus M pos) / (1 - tau_plus)", row_of(debiased_branch)},
+                {"clamp branch", "M exp(-1/t)", Tensor::scalar(clamp, Dtype::Float64)},
+                {"on the debiased branch", "1 where it beats the clamp", row_of(on_debiased)},
+                {"Ng", "the larger of the two branches", row_of(Ng)},
+                {"loss_i", "log(pos + Ng) - log pos", row_of(log(pos + Ng) - log(pos))},
+                {"a", "pos / (pos + Ng)", row_of(a)},
+                {"q", "Ng / (pos + Ng) = 1 - a", row_of(q)},
+                {"w", "exp((1+beta) s_ij) / A_i over the negatives", w},
+                {"r", "exp(beta s_ij) / B_i over the negatives", r},
+                {"G", "(1/2N) dloss_i/ds_ij, steps 1-4", G},
+                {"dz", "(G + G^T) z / t", dz},
+                {"du", "rows 0..N-1 of dz", slice(dz, 0, 0, N)},
+                {"dv", "rows N..2N-1 of dz", slice(dz, 0, N, rows)}};
+        };
+        return example;
     };
     return loss;
 }
