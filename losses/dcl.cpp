@@ -159,8 +159,10 @@ LossDefinition dcl_definition() {
                 {"C1", "(P1^ab - I) / N", C1},
                 {"A2", "P2^aa / N", A2},
                 {"C2", "(P2^ab - I) / N", C2},
-                {"du", "[ (A1 + A1^T) u + (C1 + C2^T) v ] / tau", (matmul(A1 + T(A1), u) + matmul(C1 + T(C2), v)) / tau},
-                {"dv", "[ (A2 + A2^T) v + (C2 + C1^T) u ] / tau", (matmul(A2 + T(A2), v) + matmul(C2 + T(C1), u)) / tau}};
+                {"du", "[ (A1 + A1^T) u + (C1 + C2^T) v ] / tau",
+                 (matmul(A1 + T(A1), u) + matmul(C1 + T(C2), v)) / tau},
+                {"dv", "[ (A2 + A2^T) v + (C2 + C1^T) u ] / tau",
+                 (matmul(A2 + T(A2), v) + matmul(C2 + T(C1), u)) / tau}};
         };
         return example;
     };
