@@ -5,6 +5,7 @@
 
 #include "losses/loss_common.h"
 #include "losses/random_inputs.h"
+#include "losses/worked_example.h"
 
 namespace nce::losses {
 namespace {
@@ -117,6 +118,43 @@ LossDefinition megabatch_margin_definition() {
             if (smooth) break;
         }
         return std::map<std::string, Tensor>{{"a", a}, {"p", p}};
+    };
+    // The page's example: three pairs of unit rows (with two, each row's hardest negative would
+    // be the only one). At the default margins each hinge is active in one row at least and
+    // inactive in another, every hinge is 0.2 or more from its kink, and each row's hardest
+    // negative beats the runner-up by 0.28 or more. Rows 0 and 2 both choose p_1, so p_1
+    // collects two pulls.
+    loss.worked_example = [] {
+        WorkedExample example;
+        example.inputs = {{"a", matrix({{1.0, 0.0}, {0.8, 0.6}, {0.0, 1.0}})},
+                          {"p", matrix({{0.6, -0.8}, {0.8, 0.6}, {-0.8, 0.6}})}};
+        example.steps = [](const LossArguments& arguments) {
+            Tensor a = arguments.input("a").value(), p = arguments.input("p").value();
+            double pos_margin = arguments.number("pos_margin"), neg_margin = arguments.number("neg_margin");
+            int64_t N = a.size(0);
+            Tensor S = matmul(a, p, Transpose::Second);                       // [N, N]
+            Tensor negatives = keep_where(S, 1.0 - identity(N), -std::numeric_limits<double>::infinity());
+            MaxResult hardest = max(negatives, 1);                            // [N] values, j*
+            Tensor h = pos_margin - sum(S * identity(N), 1);                  // [N]
+            Tensor k = hardest.values - neg_margin;                           // [N]
+            Tensor dh = (step(h) / static_cast<double>(N)).reshape({N, 1});  // [N, 1]
+            Tensor dk = (step(k) / static_cast<double>(N)).reshape({N, 1});  // [N, 1]
+            Tensor chosen = index_select(identity(N), hardest.indices);       // [N, N], 1 at (i, j*(i))
+            Tensor H = chosen * dk;                                           // [N, N]
+            return std::vector<DerivationStep>{
+                {"S", "a p^T", S},
+                {"S off the diagonal", "the candidates for the hardest negative", negatives},
+                {"j*", "argmax_{j != i} S_ij", hardest.indices},
+                {"h", "pos_margin - S_ii", h},
+                {"k", "S_i,j*(i) - neg_margin", k},
+                {"relu(h) + relu(k)", "each row's term of the loss", relu(h) + relu(k)},
+                {"dL/dh", "[h > 0] / N", dh.reshape({N})},
+                {"dL/dk", "[k > 0] / N", dk.reshape({N})},
+                {"H", "dL/dk_r at j = j*(r), 0 elsewhere", H},
+                {"da", "dL/dk ⊙ p[j*] - dL/dh ⊙ p", dk * matmul(chosen, p) - dh * p},
+                {"dp", "H^T a - dL/dh ⊙ a", matmul(H, a, Transpose::First) - dh * a}};
+        };
+        return example;
     };
     return loss;
 }
