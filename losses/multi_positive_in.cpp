@@ -8,6 +8,7 @@
 #include "losses/random_inputs.h"
 #include "losses/random_query_groups.h"
 #include "losses/soft_target_cross_entropy.h"
+#include "losses/worked_example.h"
 
 namespace nce::losses {
 namespace {
@@ -116,6 +117,44 @@ LossDefinition multi_positive_in_definition() {
                                              {"p", random_unit_rows(generator, rows, dim)},
                                              {"qid", query_ids_with_a_real_group(generator, rows)},
                                              {"log_tau", Tensor::full({1}, std::log(0.1), Dtype::Float64)}};
+    };
+    // The page's example: N = 3 unit pairs, rows 0 and 1 one query (qid 0), row 2 another
+    // (qid 1); a learnable tau of 0.5.
+    loss.worked_example = [] {
+        WorkedExample example;
+        example.inputs = {{"q", matrix({{1.0, 0.0}, {0.8, 0.6}, {0.0, 1.0}})},
+                          {"p", matrix({{0.8, 0.6}, {0.6, 0.8}, {0.0, 1.0}})},
+                          {"qid", Tensor::from_indices({0, 0, 1}, {3})},
+                          {"log_tau", Tensor::scalar(std::log(0.5), Dtype::Float64)}};
+        example.steps = [](const LossArguments& arguments) {
+            Tensor q = arguments.input("q").value(), p = arguments.input("p").value();
+            Tensor ids = arguments.input("qid").value().to(Dtype::Float64);                  // [N]
+            double tau = std::exp(arguments.input("log_tau").value().item());
+            int64_t N = q.size(0);
+            Tensor same_query = 1.0 - step(abs(ids.reshape({N, 1}) - ids.reshape({1, N})));  // M [N, N]
+            Tensor l = matmul(q, p, Transpose::Second) / tau;                                  // [N, N]
+            Tensor P = softmax(l);                                                             // [N, N]
+            Tensor group_mass_log = log(sum(same_query * P, 1));                              // m [N]
+            Tensor row_loss = log(sum(same_query, 1)) - group_mass_log;                        // [N]
+            Tensor group_exp = same_query * exp(l);                                            // [N, N]
+            Tensor Q = group_exp / sum(group_exp, 1, /*keepdim=*/true);                        // [N, N]
+            Tensor G = (P - Q) / static_cast<double>(N);                                       // [N, N]
+            Tensor dq = matmul(G, p) / tau;                                                    // [N, d]
+            return std::vector<DerivationStep>{
+                {"tau", "exp(log_tau)", Tensor::scalar(tau, Dtype::Float64)},
+                {"M", "1 where qid_j = qid_i (j in G(i)), else 0", same_query},
+                {"l", "q p^T / tau", l},
+                {"P", "softmax of each row of l", P},
+                {"m", "log sum_{j in G(i)} P_ij, the log of the group's mass", group_mass_log},
+                {"L_i", "log |G(i)| - m_i, each row's term (L is their mean)", row_loss},
+                {"Q", "softmax of each row of l within its group, 0 outside", Q},
+                {"G", "(P - Q) / N", G},
+                {"dq", "G p / tau", dq},
+                {"dp", "G^T q / tau", matmul(G, q, Transpose::First) / tau},
+                {"dlog_tau", "tau dL/dtau = -sum_ij G_ij l_ij", -sum(G * l)},
+                {"-sum_i q_i.dq_i", "the same number, as the backward forms it", -sum(q * dq)}};
+        };
+        return example;
     };
     return loss;
 }
