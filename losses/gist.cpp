@@ -6,6 +6,7 @@
 #include "losses/loss_common.h"
 #include "losses/random_inputs.h"
 #include "losses/softmax_rows.h"
+#include "losses/worked_example.h"
 
 namespace nce::losses {
 namespace {
@@ -134,6 +135,58 @@ LossDefinition gist_definition() {
         if (rows > 2) anchors.push_back(slice(ga, 0, 2, rows));
         ga = concat(anchors, 0);
         return std::map<std::string, Tensor>{{"a", a}, {"p", p}, {"ga", ga}, {"gp", gp}};
+    };
+    // The page's example: two pairs of unit rows at tau 0.5, margin 0 (absolute). The guide
+    // finds p_0 closer to a_1 (ga_1·gp_0 = 0.96) than a_1's own positive (theta_1 = 0.8), so
+    // AP_10 is masked as a false negative; every other off-diagonal entry (guide
+    // similarities 0 and 0.6) is kept.
+    loss.worked_example = [] {
+        WorkedExample example;
+        example.inputs = {{"a", matrix({{0.6, 0.8}, {1.0, 0.0}})},
+                          {"p", matrix({{0.8, 0.6}, {0.0, 1.0}})},
+                          {"ga", matrix({{1.0, 0.0}, {0.6, 0.8}})},
+                          {"gp", matrix({{0.8, 0.6}, {0.0, 1.0}})}};
+        example.params = {{"tau", "0.5"}};
+        example.steps = [](const LossArguments& arguments) {
+            Tensor a = arguments.input("a").value(), p = arguments.input("p").value();
+            Tensor ga = arguments.input("ga").value(), gp = arguments.input("gp").value();
+            double tau = arguments.number("tau"), margin = arguments.number("margin");
+            bool absolute = arguments.text("strategy") == "absolute";
+            int64_t N = a.size(0);
+            Tensor I = identity(N), zero = Tensor::zeros({N, N}, Dtype::Float64);
+            Tensor theta = sum(ga * gp, 1);                                            // [N]
+            Tensor threshold = (absolute ? theta - margin : theta * (1.0 - margin)).reshape({N, 1});  // [N, 1]
+            Tensor GAP = matmul(ga, gp, Transpose::Second), GAA = matmul(ga, ga, Transpose::Second),
+                   GPP = matmul(gp, gp, Transpose::Second);                            // [N, N] each
+            // 1 = kept, 0 = masked; then the diagonals: AP_ii always kept, AA_ii and PP_ii never.
+            auto at_most_threshold = [&](const Tensor& guide) { return 1.0 - greater(guide, threshold); };
+            Tensor keep = concat({maximum(at_most_threshold(GAP), I), at_most_threshold(GAA) * (1.0 - I),
+                                  at_most_threshold(GPP) * (1.0 - I)},
+                                 1);                                                   // [N, 3N]
+            Tensor logits = concat({matmul(a, p, Transpose::Second), matmul(a, a, Transpose::Second),
+                                    matmul(p, p, Transpose::Second)},
+                                   1) / tau;                                           // [N, 3N]
+            Tensor l = keep_where(logits, keep, -std::numeric_limits<double>::infinity());
+            Tensor P = softmax(l);                                                     // [N, 3N], 0 where masked
+            Tensor Y = concat({I, zero, zero}, 1);                                     // [N, 3N]
+            Tensor G = (P - Y) / static_cast<double>(N);                               // [N, 3N]
+            Tensor G_ap = slice(G, 1, 0, N), G_aa = slice(G, 1, N, 2 * N), G_pp = slice(G, 1, 2 * N, 3 * N);
+            auto T = [](const Tensor& m) { return transpose(m, 0, 1); };
+            return std::vector<DerivationStep>{
+                {"theta", "ga_i·gp_i", theta},
+                {"threshold", absolute ? "theta - margin" : "theta (1 - margin)", threshold.reshape({N})},
+                {"GAP", "ga gp^T", GAP},
+                {"GAA", "ga ga^T", GAA},
+                {"GPP", "gp gp^T", GPP},
+                {"keep", "[AP | AA | PP]: 1 where the guide sim <= threshold_i; AP_ii 1, AA_ii, PP_ii 0", keep},
+                {"l", "[a p^T | a a^T | p p^T] / tau, -inf where not kept", l},
+                {"P", "softmax of each row of l", P},
+                {"G", "(P - Y) / N, Y one-hot at column i", G},
+                {"da", "( G_ap p + (G_aa + G_aa^T) a ) / tau", (matmul(G_ap, p) + matmul(G_aa + T(G_aa), a)) / tau},
+                {"dp", "( G_ap^T a + (G_pp + G_pp^T) p ) / tau",
+                 (matmul(G_ap, a, Transpose::First) + matmul(G_pp + T(G_pp), p)) / tau}};
+        };
+        return example;
     };
     return loss;
 }
