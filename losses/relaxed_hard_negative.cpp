@@ -7,6 +7,7 @@
 #include "losses/random_inputs.h"
 #include "losses/random_query_groups.h"
 #include "losses/soft_target_cross_entropy.h"
+#include "losses/worked_example.h"
 
 namespace nce::losses {
 namespace {
@@ -101,6 +102,44 @@ LossDefinition relaxed_hard_negative_definition() {
         return std::map<std::string, Tensor>{{"q", random_unit_rows(generator, rows, dim)},
                                              {"p", random_unit_rows(generator, rows, dim)},
                                              {"qid", query_ids_with_a_real_group(generator, rows)}};
+    };
+    // The page's example: N = 4 unit pairs, rows 0, 1, 2 one query (qid 0, so p_relax is spread
+    // over two other rows), row 3 another (qid 1, a group of one: one-hot); tau = 0.5, p_relax = 0.2.
+    loss.worked_example = [] {
+        WorkedExample example;
+        example.inputs = {{"q", matrix({{1.0, 0.0}, {0.8, 0.6}, {0.6, 0.8}, {0.0, 1.0}})},
+                          {"p", matrix({{0.8, 0.6}, {0.6, 0.8}, {1.0, 0.0}, {0.0, 1.0}})},
+                          {"qid", Tensor::from_indices({0, 0, 0, 1}, {4})}};
+        example.params = {{"tau", "0.5"}, {"p_relax", "0.2"}};
+        example.steps = [](const LossArguments& arguments) {
+            Tensor q = arguments.input("q").value(), p = arguments.input("p").value();
+            Tensor ids = arguments.input("qid").value().to(Dtype::Float64);  // [N]
+            double tau = arguments.number("tau"), p_relax = arguments.number("p_relax");
+            int64_t N = q.size(0);
+            Tensor I = identity(N);                                                              // [N, N]
+            Tensor same_query = 1.0 - step(abs(ids.reshape({N, 1}) - ids.reshape({1, N})));     // M [N, N]
+            Tensor others = sum(same_query, 1, /*keepdim=*/true) - 1.0;                          // |G(i)| - 1  [N, 1]
+            // Row i: 1 - p_relax on the diagonal when it has others (1 when alone), and p_relax
+            // split evenly over the others; a row alone has M - I = 0 there, so divide it by 1.
+            Tensor t = I * (1.0 - step(others) * p_relax) +
+                       (same_query - I) * p_relax / maximum(others, full_like(others, 1.0));    // [N, N]
+            Tensor l = matmul(q, p, Transpose::Second) / tau;                                    // [N, N]
+            Tensor P = softmax(l);                                                               // [N, N]
+            Tensor log_t = keep_where(log(t), t, 0.0);                                           // 0 where t = 0
+            Tensor row_kl = sum(t * (log_t - log_softmax(l)), 1);                                // [N]
+            Tensor G = (P - t) / static_cast<double>(N);                                         // [N, N]
+            return std::vector<DerivationStep>{
+                {"M", "1 where qid_j = qid_i (j in G(i)), else 0", same_query},
+                {"t", "1 - p_relax at j = i, p_relax / (|G(i)| - 1) at the other j in G(i); one-hot when |G(i)| = 1",
+                 t},
+                {"l", "q p^T / tau", l},
+                {"P", "softmax of each row of l", P},
+                {"KL_i", "sum_j t_ij (log t_ij - log P_ij), 0 log 0 = 0 (L is their mean)", row_kl},
+                {"G", "(P - t) / N", G},
+                {"dq", "G p / tau", matmul(G, p) / tau},
+                {"dp", "G^T q / tau", matmul(G, q, Transpose::First) / tau}};
+        };
+        return example;
     };
     return loss;
 }
