@@ -51,38 +51,50 @@ std::unordered_map<int64_t, std::size_t> positions_in(const std::vector<int64_t>
 
 }  // namespace
 
-std::map<int64_t, MetricsAtK> retrieval_metrics(const Rankings& rankings, const RelevantSets& relevant,
-                                                const std::vector<int64_t>& ks) {
+std::map<int64_t, std::vector<MetricsAtK>> per_query_retrieval_metrics(const Rankings& rankings,
+                                                                       const RelevantSets& relevant,
+                                                                       const std::vector<int64_t>& ks) {
     check_query_count(rankings.size(), relevant.size(), "retrieval_metrics", "relevant sets");
     NCE_CHECK(!rankings.empty(), "retrieval_metrics: no queries; give at least one ranking");
     NCE_CHECK(!ks.empty(), "retrieval_metrics: no k given; pass e.g. {{1, 5, 10}}");
     for (int64_t k : ks) NCE_CHECK(k > 0, "retrieval_metrics: k must be positive, got {}", k);
 
-    std::map<int64_t, MetricsAtK> means;
-    for (int64_t k : ks) means[k] = MetricsAtK{};
+    std::map<int64_t, std::vector<MetricsAtK>> per_query;
+    for (int64_t k : ks) per_query[k].reserve(rankings.size());
     for (std::size_t q = 0; q < rankings.size(); ++q) {
         std::unordered_set<int64_t> relevant_set(relevant[q].begin(), relevant[q].end());
         NCE_CHECK(!relevant_set.empty(),
                   "retrieval_metrics: query {} has no relevant passage; drop it or add its relevant passages", q);
-        for (auto& [k, mean] : means) {
-            MetricsAtK m = metrics_for_query(rankings[q], relevant_set, k);
-            mean.accuracy += m.accuracy;
-            mean.precision += m.precision;
-            mean.recall += m.recall;
-            mean.mrr += m.mrr;
-            mean.ndcg += m.ndcg;
-            mean.map += m.map;
-        }
+        for (auto& [k, values] : per_query) values.push_back(metrics_for_query(rankings[q], relevant_set, k));
     }
-    double query_count = static_cast<double>(rankings.size());
-    for (auto& [k, mean] : means) {
-        mean.accuracy /= query_count;
-        mean.precision /= query_count;
-        mean.recall /= query_count;
-        mean.mrr /= query_count;
-        mean.ndcg /= query_count;
-        mean.map /= query_count;
+    return per_query;
+}
+
+MetricsAtK mean_metrics(const std::vector<MetricsAtK>& per_query) {
+    NCE_CHECK(!per_query.empty(), "mean_metrics: no queries; give at least one query's metrics");
+    MetricsAtK mean;
+    for (const MetricsAtK& m : per_query) {
+        mean.accuracy += m.accuracy;
+        mean.precision += m.precision;
+        mean.recall += m.recall;
+        mean.mrr += m.mrr;
+        mean.ndcg += m.ndcg;
+        mean.map += m.map;
     }
+    double query_count = static_cast<double>(per_query.size());
+    mean.accuracy /= query_count;
+    mean.precision /= query_count;
+    mean.recall /= query_count;
+    mean.mrr /= query_count;
+    mean.ndcg /= query_count;
+    mean.map /= query_count;
+    return mean;
+}
+
+std::map<int64_t, MetricsAtK> retrieval_metrics(const Rankings& rankings, const RelevantSets& relevant,
+                                                const std::vector<int64_t>& ks) {
+    std::map<int64_t, MetricsAtK> means;
+    for (const auto& [k, values] : per_query_retrieval_metrics(rankings, relevant, ks)) means[k] = mean_metrics(values);
     return means;
 }
 

@@ -39,6 +39,17 @@ struct MetricsAtK {
 std::map<int64_t, MetricsAtK> retrieval_metrics(const Rankings& rankings, const RelevantSets& relevant,
                                                 const std::vector<int64_t>& ks);
 
+// The per-query values behind retrieval_metrics: per_query.at(k)[q] holds query q's metrics
+// (accuracy and recall@k of one query, its reciprocal rank, its NDCG, ...), what a bootstrap
+// over queries (eval/bootstrap.h) resamples. Same checks as retrieval_metrics.
+std::map<int64_t, std::vector<MetricsAtK>> per_query_retrieval_metrics(const Rankings& rankings,
+                                                                       const RelevantSets& relevant,
+                                                                       const std::vector<int64_t>& ks);
+
+// The mean over queries of per-query metrics, summed in query order: retrieval_metrics is
+// exactly mean_metrics of per_query_retrieval_metrics, to the last bit. Throws when empty.
+MetricsAtK mean_metrics(const std::vector<MetricsAtK>& per_query);
+
 // The rows of an int64 [Q, k] tensor of passage indices (as a search returns) as Rankings.
 Rankings rankings_from_tensor(const Tensor& indices);
 

@@ -1,5 +1,6 @@
 // Retrieval evaluation: metrics against hand computations, exact top-k search against brute
-// force (in memory and chunked from a .npy file on disk), BM25 against hand-computed scores.
+// force (in memory and chunked from a .npy file on disk), BM25 against hand-computed scores,
+// the bootstrap over queries on cases with a known answer.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include "eval/bm25.h"
+#include "eval/bootstrap.h"
 #include "eval/exact_search.h"
 #include "eval/faiss_index.h"
 #include "eval/hard_negative_mining.h"
@@ -159,6 +161,154 @@ TEST_CASE("retrieval metrics: bad input is a one-line error") {
     CHECK_ERROR_MENTIONS(retrieval_metrics({{0, 1}}, {{0}, {1}}, {1}), "1 rankings but 2 relevant sets");
     CHECK_ERROR_MENTIONS(retrieval_metrics({{0, 1}}, {{0}}, {0}), "k must be positive");
     CHECK_ERROR_MENTIONS(rank_at_k({{0}}, {0}, -1), "k must be positive");
+}
+
+TEST_CASE("per-query metrics: their means are retrieval_metrics to the last bit") {
+    Rankings rankings = {{3, 1, 4, 0, 2}, {0, 2, 1, 3, 4}, {4, 3, 2, 1, 0}};
+    RelevantSets relevant = {{1, 2}, {0}, {0}};
+    auto per_query = per_query_retrieval_metrics(rankings, relevant, {1, 5});
+    auto means = retrieval_metrics(rankings, relevant, {1, 5});
+    REQUIRE(per_query.at(5).size() == 3);
+    CHECK(per_query.at(5)[0].mrr == doctest::Approx(0.5).epsilon(kExact));  // q0: first relevant at rank 2
+    CHECK(per_query.at(5)[2].mrr == doctest::Approx(0.2).epsilon(kExact));  // q2: at rank 5
+    CHECK(per_query.at(1)[1].accuracy == 1.0);
+    for (int64_t k : {1, 5}) {
+        MetricsAtK mean = mean_metrics(per_query.at(k));
+        CHECK(mean.mrr == means.at(k).mrr);
+        CHECK(mean.ndcg == means.at(k).ndcg);
+        CHECK(mean.recall == means.at(k).recall);
+        CHECK(mean.map == means.at(k).map);
+    }
+    CHECK_ERROR_MENTIONS(mean_metrics({}), "no queries");
+}
+
+// ---- bootstrap over queries ----
+
+namespace {
+
+// n values, the first round(share · n) of them 1 and the rest 0: a share known exactly.
+std::vector<double> zeros_and_ones(int64_t n, double share) {
+    std::vector<double> values(static_cast<size_t>(n), 0.0);
+    std::fill(values.begin(), values.begin() + std::llround(share * static_cast<double>(n)), 1.0);
+    return values;
+}
+
+}  // namespace
+
+TEST_CASE("bootstrap interval: equal values give a zero-width interval at their value") {
+    for (int64_t n : {1, 7, 300}) {
+        ConfidenceInterval interval = bootstrap_interval(std::vector<double>(static_cast<size_t>(n), 0.3));
+        CHECK(interval.low == interval.mean);
+        CHECK(interval.high == interval.mean);
+        CHECK(interval.mean == doctest::Approx(0.3).epsilon(kExact));
+    }
+}
+
+// For a share p of ones among n queries the replicate means are Binomial(n, p) / n, so the 95%
+// interval is about p ± 1.96 · sqrt(p (1 - p) / n): it holds p, and four times the queries
+// halve it.
+TEST_CASE("bootstrap interval: 0/1 values of a known share hold it, and shrink as 1/sqrt(n)") {
+    const double share = 0.3;
+    double previous_width = 0;
+    for (int64_t n : {100, 400, 1600}) {
+        ConfidenceInterval interval = bootstrap_interval(zeros_and_ones(n, share), {1000, 11, 0.95});
+        CHECK(interval.mean == doctest::Approx(share).epsilon(kExact));
+        CHECK(interval.low < share);
+        CHECK(interval.high > share);
+        double width = interval.high - interval.low;
+        double normal_width = 2 * 1.96 * std::sqrt(share * (1 - share) / static_cast<double>(n));
+        CHECK(width == doctest::Approx(normal_width).epsilon(0.15));
+        if (previous_width > 0) CHECK(previous_width / width == doctest::Approx(2.0).epsilon(0.2));
+        previous_width = width;
+    }
+    // Two queries {0, 1}: replicate means 0, 1/2, 1 with chances 1/4, 1/2, 1/4, so the 2.5% and
+    // 97.5% percentiles of 1000 replicates are the extremes.
+    ConfidenceInterval two = bootstrap_interval({0.0, 1.0});
+    CHECK(two.mean == 0.5);
+    CHECK(two.low == 0.0);
+    CHECK(two.high == 1.0);
+    // A wider confidence gives a wider interval from the same replicates.
+    ConfidenceInterval at90 = bootstrap_interval(zeros_and_ones(200, share), {1000, 3, 0.90});
+    ConfidenceInterval at99 = bootstrap_interval(zeros_and_ones(200, share), {1000, 3, 0.99});
+    CHECK(at99.low <= at90.low);
+    CHECK(at99.high >= at90.high);
+    CHECK(at99.high - at99.low > at90.high - at90.low);
+}
+
+TEST_CASE("bootstrap: the same seed gives the same numbers on any thread count; another seed others") {
+    std::vector<double> values;
+    for (int i = 0; i < 257; ++i) values.push_back(std::fmod(i * 0.618033988749895, 1.0));
+    std::vector<double> other = values;
+    std::reverse(other.begin(), other.end());
+    int threads = num_threads();
+    set_num_threads(1);
+    ConfidenceInterval one_thread = bootstrap_interval(values, {1000, 42, 0.95});
+    PairedBootstrapTest paired_one = paired_bootstrap_test(values, other, {1000, 42, 0.95});
+    set_num_threads(4);
+    ConfidenceInterval four_threads = bootstrap_interval(values, {1000, 42, 0.95});
+    PairedBootstrapTest paired_four = paired_bootstrap_test(values, other, {1000, 42, 0.95});
+    set_num_threads(threads);
+    CHECK(one_thread.low == four_threads.low);
+    CHECK(one_thread.high == four_threads.high);
+    CHECK(paired_one.p_value == paired_four.p_value);
+    CHECK(paired_one.low == paired_four.low);
+    ConfidenceInterval again = bootstrap_interval(values, {1000, 42, 0.95});
+    CHECK(again.low == one_thread.low);
+    CHECK(again.high == one_thread.high);
+    ConfidenceInterval reseeded = bootstrap_interval(values, {1000, 43, 0.95});
+    CHECK((reseeded.low != one_thread.low || reseeded.high != one_thread.high));
+}
+
+TEST_CASE("paired bootstrap test: a clear difference is significant, identical rankers are not") {
+    // 200 queries: A finds 80% of them, B 40% (B's hits are a subset of A's).
+    std::vector<double> a = zeros_and_ones(200, 0.8), b = zeros_and_ones(200, 0.4);
+    PairedBootstrapTest clear = paired_bootstrap_test(a, b);
+    CHECK(clear.difference == doctest::Approx(0.4).epsilon(kExact));
+    CHECK(clear.p_value < 0.05);
+    CHECK(clear.significant());
+    CHECK(clear.low > 0);
+    CHECK(clear.high >= clear.difference);
+    // The sign does not matter: B against A is as significant.
+    PairedBootstrapTest reversed = paired_bootstrap_test(b, a);
+    CHECK(reversed.difference == doctest::Approx(-0.4).epsilon(kExact));
+    CHECK(reversed.p_value == clear.p_value);
+
+    PairedBootstrapTest identical = paired_bootstrap_test(a, a);
+    CHECK(identical.difference == 0.0);
+    CHECK(identical.p_value == 1.0);
+    CHECK_FALSE(identical.significant());
+    CHECK(identical.low == 0.0);
+    CHECK(identical.high == 0.0);
+
+    // Pairing matters: B is A less 0.01 on every query, while the queries themselves range over
+    // 0..1. Resampled together the difference is 0.01 in every replicate; resampled apart it
+    // would drown in the spread of the queries (about ±0.04 at 95%).
+    std::vector<double> spread, shifted;
+    for (int q = 0; q < 200; ++q) {
+        spread.push_back(0.01 + 0.99 * std::fmod(q * 0.618033988749895, 1.0));
+        shifted.push_back(spread.back() - 0.01);
+    }
+    PairedBootstrapTest consistent = paired_bootstrap_test(spread, shifted);
+    CHECK(consistent.difference == doctest::Approx(0.01).epsilon(1e-9));
+    CHECK(consistent.p_value == 0.0);
+    CHECK(consistent.low == doctest::Approx(0.01).epsilon(1e-9));
+    CHECK(consistent.high == doctest::Approx(0.01).epsilon(1e-9));
+
+    // One query of 200 apart: the difference survives a replicate only when that query is drawn,
+    // which misses it with chance (1 - 1/200)^200 ≈ 0.37, so p ≈ 2 · 0.37.
+    std::vector<double> one_apart = b;
+    one_apart[199] = 1.0;
+    PairedBootstrapTest tiny = paired_bootstrap_test(one_apart, b);
+    CHECK_FALSE(tiny.significant());
+    CHECK(tiny.p_value == doctest::Approx(2 * std::pow(1 - 1.0 / 200, 200)).epsilon(0.15));
+}
+
+TEST_CASE("bootstrap: bad input is a one-line error") {
+    CHECK_ERROR_MENTIONS(bootstrap_interval({}), "no queries");
+    CHECK_ERROR_MENTIONS(bootstrap_interval({1.0}, {1, 0, 0.95}), "resamples must be at least 2");
+    CHECK_ERROR_MENTIONS(bootstrap_interval({1.0}, {1000, 0, 1.0}), "confidence must lie in (0, 1)");
+    CHECK_ERROR_MENTIONS(paired_bootstrap_test({1.0, 0.0}, {1.0}), "score both on the same queries");
+    CHECK_ERROR_MENTIONS(paired_bootstrap_test({}, {}), "no queries");
 }
 
 // ---- exact search ----
