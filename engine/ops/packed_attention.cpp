@@ -69,7 +69,8 @@ Var packed_attention(const Var& qkv, const Tensor& key_padding_mask, int64_t hea
         attention.seed = generator->seed();
         attention.offset = generator->take(static_cast<uint64_t>(batch * heads * tokens * tokens));
     }
-    auto [out, probabilities] = packed_attention(packed, key_mask, attention);
+    auto [out, kept_probabilities] = packed_attention(packed, key_mask, attention);
+    Tensor probabilities = kept_probabilities;  // a named copy: clang 14 cannot capture a structured binding
     return Var::from_op("packed_attention", std::move(out), {qkv},
         [packed, probabilities, attention](const Tensor& dout) -> Grads {
             return {packed_attention_backward(packed, probabilities, dout, attention)};

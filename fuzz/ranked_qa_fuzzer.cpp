@@ -1,0 +1,9 @@
+// data/ranked_qa_reader.h: read_ranked_qa_json, strict and lenient (a lenient read skips bad records, counting them).
+#include "data/ranked_qa_reader.h"
+#include "fuzz/fuzz_input.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    const std::string& path = nce::fuzz::input_file(data, size, ".json");
+    nce::fuzz::refuse_or_read([&] { nce::data::read_ranked_qa_json(path, nce::data::Leniency::Strict); });
+    return nce::fuzz::refuse_or_read([&] { nce::data::read_ranked_qa_json(path, nce::data::Leniency::Lenient); });
+}

@@ -1,0 +1,44 @@
+// Replays saved inputs through one fuzz target without libFuzzer, so that every build (the
+// release build with g++, and the sanitizer build) runs the seed corpus and every input that
+// ever failed (fuzz/regressions/) as part of `meson test`.
+// Usage: TARGET_replay DIR_OR_FILE...   Exit 0 when every input was read or refused cleanly;
+// a finding aborts (a sanitizer report, an uncaught exception) and names the input first.
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "fuzz/fuzz_input.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+
+int main(int argc, char** argv) {
+    namespace fs = std::filesystem;
+    std::vector<fs::path> inputs;
+    for (int i = 1; i < argc; ++i) {
+        fs::path path = argv[i];
+        if (fs::is_directory(path)) {
+            for (const auto& entry : fs::directory_iterator(path))
+                if (entry.is_regular_file() && entry.path().filename() != ".gitkeep") inputs.push_back(entry.path());
+        } else if (fs::is_regular_file(path)) {
+            inputs.push_back(path);
+        } else {
+            std::fprintf(stderr, "replay: %s is neither a file nor a folder\n", argv[i]);
+            return 2;
+        }
+    }
+    for (const fs::path& input : inputs) {
+        std::ifstream file(input, std::ios::binary);
+        std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+        std::printf("replay: %s (%zu bytes) ... ", input.c_str(), bytes.size());
+        std::fflush(stdout);  // a finding aborts below: the input's name is already out
+        LLVMFuzzerTestOneInput(bytes.data(), bytes.size());
+        const std::string& refusal = nce::fuzz::last_refusal();
+        std::printf("%s%s\n", refusal.empty() ? "read" : "refused: ", refusal.c_str());
+    }
+    std::printf("replay: %zu inputs, no finding\n", inputs.size());
+    return 0;
+}
