@@ -11,6 +11,7 @@
 #include "data/python_functions.h"
 #include "data/reader_support.h"
 #include "data/text_cleaning.h"
+#include "engine/json_nesting.h"
 
 namespace nce::data {
 
@@ -78,6 +79,9 @@ struct CodeSearchNetFunction {
 CodeSearchNetFunction parse_line(const std::string& line, const std::string& file_name, int64_t line_number) {
     size_t invalid = find_invalid_utf8(line);
     if (invalid != std::string::npos) throw BadLine{"invalid UTF-8", fmt::format("invalid UTF-8 at byte {}", invalid)};
+    size_t too_deep = find_excess_json_nesting(line);
+    if (too_deep != std::string::npos)
+        throw BadLine{"invalid JSON", fmt::format("JSON nesting exceeds {} levels at byte {}", kMaxJsonNesting, too_deep)};
     json record;
     try {
         record = json::parse(line);

@@ -1,6 +1,6 @@
 // Reading a whole JSON file (KorQuAD, ranked-QA) into nlohmann::json, with every way it can
-// be bad (missing, empty, invalid UTF-8, truncated, not JSON) reported as one line naming the
-// file and the position.
+// be bad (missing, empty, invalid UTF-8, truncated, not JSON, nested deeper than 64 levels)
+// reported as one line naming the file and the position.
 #pragma once
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -8,6 +8,7 @@
 
 #include "data/reader_support.h"
 #include "data/text_cleaning.h"
+#include "engine/json_nesting.h"
 
 namespace nce::data {
 
@@ -18,6 +19,7 @@ inline nlohmann::json read_json_file(const std::string& path) {
         auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(invalid), '\n');
         fail("{}: invalid UTF-8 at byte {} (line {}); the file must be UTF-8 text", path, invalid, line);
     }
+    check_json_nesting(text, path);  // before the parser walks (and later code recurses) level by level
     try {
         return nlohmann::json::parse(text);
     } catch (const nlohmann::json::parse_error& error) {

@@ -109,6 +109,12 @@ run korquad train --config "$scratch/typo.json" --output "$scratch/out_typo"
 expect_one_line_error "unknown setting 'batch_sise'" "$scratch/out_typo" "a config file with an unknown key"
 run korquad train --batch-size many --output "$scratch/out_flag"
 expect_one_line_error "--batch-size" "$scratch/out_flag" "a flag that is not a number"
+# 100,000 '[' then as many ']': refused by the nesting limit before the parser walks them.
+{ head -c 100000 /dev/zero | tr '\0' '['; head -c 100000 /dev/zero | tr '\0' ']'; } >"$scratch/deep.json"
+run korquad train --config "$scratch/deep.json" --output "$scratch/out_deep_config"
+expect_one_line_error "--config .*deep\.json: JSON nesting exceeds 64 levels" "$scratch/out_deep_config" "a config file nested 100,000 deep"
+run korquad train --data "$scratch/deep.json" --output "$scratch/out_deep_data"
+expect_one_line_error "deep\.json: JSON nesting exceeds 64 levels" "$scratch/out_deep_data" "a data file nested 100,000 deep"
 
 if [[ $failures -ne 0 ]]; then
     echo "$failures failed"

@@ -21,8 +21,10 @@
 #include <vector>
 
 #include "data/codesearchnet_reader.h"
+#include "data/korquad_reader.h"
 #include "data/python_functions.h"
 #include "data/python_miner.h"
+#include "data/ranked_qa_reader.h"
 #include "tests/fixtures/python_functions_reference/python_functions_reference.h"
 #include "tests/test_helpers.h"
 
@@ -469,4 +471,26 @@ TEST_CASE("codesearchnet: a missing, empty or still-gzipped file is one clear er
     CHECK_ERROR_MENTIONS(read_codesearchnet_jsonl(empty.string(), Leniency::Lenient), "the file is empty");
     fs::path gzipped = folder.write("python_train_0.jsonl.gz", std::string("\x1f\x8b\x08\x00\x00\x00", 6));
     CHECK_ERROR_MENTIONS(read_codesearchnet_jsonl(gzipped.string(), Leniency::Lenient), "gunzip");
+}
+
+// The JSON readers of untrusted files check the nesting before they parse
+// (engine/json_nesting.h): 100,000 '[' are one error naming the file, never a stack overflow.
+// KorQuAD and ranked-QA files are read by data/json_file.h, tested here beside CodeSearchNet.
+TEST_CASE("json readers: a CodeSearchNet line or a KorQuAD / ranked-QA file nested 100,000 deep is refused by name") {
+    TemporaryFolder folder;
+    const std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
+    const std::string good = codesearchnet_line(R"("def ok():\n    return 1")", R"("Fine.")");
+    fs::path lines = folder.write("deep.jsonl", good + "\n" + deep + "\n" + good + "\n");
+    RetrievalDataset dataset = read_codesearchnet_jsonl(lines.string(), Leniency::Lenient);
+    CHECK(dataset.queries.size() == 2);
+    CHECK(dataset.report.skipped.at("invalid JSON") == 1);
+    CHECK_ERROR_MENTIONS(read_codesearchnet_jsonl(lines.string(), Leniency::Strict),
+                         lines.string() + " line 2: JSON nesting exceeds 64 levels at byte 64");
+
+    fs::path file = folder.write("deep.json", R"({"version": "1", "data": )" + deep + "}");
+    for (Leniency leniency : {Leniency::Lenient, Leniency::Strict}) {
+        CHECK_ERROR_MENTIONS(read_korquad(file.string(), leniency), file.string() + ": JSON nesting exceeds 64 levels");
+        CHECK_ERROR_MENTIONS(read_ranked_qa_json(file.string(), leniency),
+                             file.string() + ": JSON nesting exceeds 64 levels");
+    }
 }

@@ -8,10 +8,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "data/batching.h"
 #include "data/tokenizer.h"
 #include "engine/error.h"
+#include "engine/json_nesting.h"
 #include "losses/loss.h"
 #include "nn/schedule.h"
 
@@ -295,8 +297,10 @@ namespace {
 nlohmann::json read_config_file(const std::string& path, const std::string& flag) {
     std::ifstream file(path);
     NCE_CHECK(file.good(), "{} {}: cannot open the file (check the path)", flag, path);
+    std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    check_json_nesting(text, fmt::format("{} {}", flag, path));
     try {
-        return nlohmann::json::parse(file);
+        return nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception& error) {
         fail("{} {}: not valid JSON ({}); fix the file", flag, path, error.what());
     }
