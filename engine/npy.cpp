@@ -227,15 +227,19 @@ std::string little_endian_bytes(uint64_t value, int bytes) {
     return out;
 }
 
-// Bytes the data of `shape` takes, or nothing if that overflows.
+// Bytes the data of `shape` takes, or nothing if that overflows int64. The non-zero sizes'
+// product must fit as well: an empty array's element count and strides still multiply every
+// size, and (0, 2**62, 2**62) would overflow them.
 std::optional<uint64_t> data_bytes(const Shape& shape, std::size_t element_size) {
-    uint64_t bytes = element_size;
+    int64_t span = static_cast<int64_t>(element_size);  // element size times the non-zero sizes
+    bool empty = false;
     for (int64_t size : shape) {
-        uint64_t product = 0;
-        if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(size), &product)) return std::nullopt;
-        bytes = product;
+        if (size == 0)
+            empty = true;
+        else if (__builtin_mul_overflow(span, size, &span))
+            return std::nullopt;
     }
-    return bytes;
+    return empty ? 0 : static_cast<uint64_t>(span);
 }
 
 // ---- writing ----

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "engine/json_nesting.h"
 #include "nn/safetensors.h"
 
 namespace nce::nn {
@@ -108,20 +109,6 @@ bool bool_field(const Json& json, const char* key, const std::string& source) {
     return value.get<bool>();
 }
 
-// Builds the model nce_config describes; its own checks on the config name the file.
-std::unique_ptr<EmbeddingModel> build_model(const SafetensorsFile& file, const std::string& path, Dtype compute_dtype,
-                                            const char* op) {
-    NCE_CHECK(is_floating(compute_dtype), "{}: '{}': the compute dtype must be float32 or float64, not {}", op, path,
-              dtype_name(compute_dtype));
-    ModelConfig config = config_from_json(required_metadata(file, kConfigKey, path, op), fmt::format("{}: '{}'", op, path));
-    Generator unused_initialisation(0);  // every parameter is overwritten from the file
-    try {
-        return make_model(config, unused_initialisation, compute_dtype);
-    } catch (const Error& error) {
-        fail("{}: '{}': nce_config does not describe a valid model: {}", op, path, error.what());
-    }
-}
-
 // The tensors that are the model's, without a training checkpoint's optimizer state.
 std::map<std::string, Tensor> model_tensors(const SafetensorsFile& file, const std::string& path, const char* op) {
     auto kind = file.metadata.find(kKindKey);
@@ -133,6 +120,57 @@ std::map<std::string, Tensor> model_tensors(const SafetensorsFile& file, const s
     for (const auto& [name, tensor] : file.tensors)
         if (checkpoint_kind != "training" || name.rfind(kOptimizerPrefix, 0) != 0) tensors[name] = tensor;
     return tensors;
+}
+
+// The model's configuration, from nce_config.
+ModelConfig checkpoint_config(const SafetensorsFile& file, const std::map<std::string, Tensor>& tensors,
+                              const std::string& path, const char* op) {
+    ModelConfig config =
+        config_from_json(required_metadata(file, kConfigKey, path, op), fmt::format("{}: '{}'", op, path));
+    return config;
+}
+
+// Builds the model `config` describes, once the file is known to hold its parameters: the
+// config is checked against its limits and the parameter count against the values the file
+// holds before anything is allocated, so a small file cannot ask for gigabytes.
+std::unique_ptr<EmbeddingModel> build_model(const ModelConfig& config, const std::map<std::string, Tensor>& tensors,
+                                            const std::string& path, Dtype compute_dtype, const char* op) {
+    NCE_CHECK(is_floating(compute_dtype), "{}: '{}': the compute dtype must be float32 or float64, not {}", op, path,
+              dtype_name(compute_dtype));
+    std::map<std::string, Shape> shapes;
+    int64_t needed = 0;
+    try {
+        shapes = parameter_shapes(config);
+        needed = parameter_count(config);
+    } catch (const Error& error) {
+        fail("{}: '{}': nce_config does not describe a valid model: {}", op, path, error.what());
+    }
+    uint64_t held = 0, held_bytes = 0;
+    for (const auto& [name, tensor] : tensors) {
+        held += static_cast<uint64_t>(tensor.numel());
+        held_bytes += tensor.nbytes();
+    }
+    if (static_cast<uint64_t>(needed) > held) {
+        // Name the first parameter the file lacks, for the common case of one tensor left out.
+        std::string first_gap;
+        for (const auto& [name, shape] : shapes) {
+            auto found = tensors.find(name);
+            if (found == tensors.end() || found->second.shape() != shape) {
+                first_gap = fmt::format("; parameter '{}' {} is {}", name, shape_string(shape),
+                                        found == tensors.end() ? "missing from the file"
+                                                               : "stored as " + shape_string(found->second.shape()));
+                break;
+            }
+        }
+        fail("{}: '{}': nce_config describes a {} of {} parameters but the file's tensors hold {} values ({} bytes){}",
+             op, path, config.kind, needed, held, held_bytes, first_gap);
+    }
+    Generator unused_initialisation(0);  // every parameter is overwritten from the file
+    try {
+        return make_model(config, unused_initialisation, compute_dtype);
+    } catch (const Error& error) {
+        fail("{}: '{}': nce_config does not describe a valid model: {}", op, path, error.what());
+    }
 }
 
 TrainingState read_training_state(const SafetensorsFile& file, const std::string& path) {
@@ -186,6 +224,7 @@ std::string config_to_json(const ModelConfig& config) {
 }
 
 ModelConfig config_from_json(const std::string& text, const std::string& source) {
+    check_json_nesting(text, source + ": nce_config");
     Json json;
     try {
         json = Json::parse(text);
@@ -240,9 +279,12 @@ void save_model(const std::string& path, EmbeddingModel& model, const std::map<s
 }
 
 std::unique_ptr<EmbeddingModel> load_model(const std::string& path, Dtype compute_dtype) {
+    const char* op = "load_model";
     SafetensorsFile file = read_safetensors(path);
-    std::unique_ptr<EmbeddingModel> model = build_model(file, path, compute_dtype, "load_model");
-    load_parameters(*model, model_tensors(file, path, "load_model"), path);
+    std::map<std::string, Tensor> tensors = model_tensors(file, path, op);
+    std::unique_ptr<EmbeddingModel> model =
+        build_model(checkpoint_config(file, tensors, path, op), tensors, path, compute_dtype, op);
+    load_parameters(*model, tensors, path);
     return model;
 }
 
@@ -290,11 +332,13 @@ void save_training_checkpoint(const std::string& path, EmbeddingModel& model, co
 }
 
 TrainingCheckpoint load_training_checkpoint(const std::string& path, Dtype compute_dtype) {
+    const char* op = "load_training_checkpoint";
     SafetensorsFile file = read_safetensors(path);
     TrainingCheckpoint checkpoint;
     checkpoint.state = read_training_state(file, path);
-    checkpoint.model = build_model(file, path, compute_dtype, "load_training_checkpoint");
-    load_parameters(*checkpoint.model, model_tensors(file, path, "load_training_checkpoint"), path);
+    std::map<std::string, Tensor> tensors = model_tensors(file, path, op);
+    checkpoint.model = build_model(checkpoint_config(file, tensors, path, op), tensors, path, compute_dtype, op);
+    load_parameters(*checkpoint.model, tensors, path);
     return checkpoint;
 }
 
@@ -302,13 +346,13 @@ TrainingState restore_training_checkpoint(const std::string& path, EmbeddingMode
     const char* op = "restore_training_checkpoint";
     SafetensorsFile file = read_safetensors(path);
     TrainingState state = read_training_state(file, path);
-    Json saved = Json::parse(config_to_json(
-        config_from_json(required_metadata(file, kConfigKey, path, op), fmt::format("{}: '{}'", op, path))));
+    std::map<std::string, Tensor> tensors = model_tensors(file, path, op);
+    Json saved = Json::parse(config_to_json(checkpoint_config(file, tensors, path, op)));
     Json current = Json::parse(config_to_json(model.config()));
     for (const auto& [key, value] : current.items())
         NCE_CHECK(saved[key] == value, "{}: '{}': the checkpoint's model has {} = {}, this model has {}; build the model "
                   "from the checkpoint's config", op, path, key, saved[key].dump(), value.dump());
-    load_parameters(model, model_tensors(file, path, op), path);
+    load_parameters(model, tensors, path);
     return state;
 }
 

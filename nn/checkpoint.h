@@ -29,7 +29,8 @@ namespace nce::nn {
 std::string config_to_json(const ModelConfig& config);
 // Reads the JSON written by config_to_json. The learnable-temperature keys are optional
 // (default: no learnable temperature); every other key is required, an unknown key is an
-// error. `source` names where the text came from, for messages.
+// error, and nesting deeper than 64 levels is refused before parsing. `source` names where
+// the text came from, for messages.
 ModelConfig config_from_json(const std::string& text, const std::string& source);
 
 // ---- model checkpoints ----
@@ -41,7 +42,9 @@ void save_model(const std::string& path, EmbeddingModel& model,
 
 // Builds the model that nce_config describes and loads its parameters, converted from F32
 // or F64 to `compute_dtype`. A parameter that is missing, has the wrong shape, or a tensor
-// that is no parameter of the model is an error naming it.
+// that is no parameter of the model is an error naming it. Before anything is allocated the
+// config must lie within the limits of model.h and need no more parameter values than the
+// file's tensors hold.
 std::unique_ptr<EmbeddingModel> load_model(const std::string& path, Dtype compute_dtype = Dtype::Float32);
 
 // Copies `tensors` into the model's parameters, each converted to the parameter's dtype;

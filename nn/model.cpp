@@ -14,6 +14,13 @@ namespace {
 // it they hold tau constant, so dL/dlog_tau is 0.
 constexpr double kLossTemperatureFloor = 1e-4;
 
+// a · b, or an error: the size arithmetic on a config read from a file never wraps.
+int64_t checked_product(int64_t a, int64_t b) {
+    int64_t product = 0;
+    NCE_CHECK(!__builtin_mul_overflow(a, b, &product), "model config: the parameter sizes overflow ({} x {})", a, b);
+    return product;
+}
+
 }  // namespace
 
 const ModelConfig& validate_config(const ModelConfig& config) {
@@ -39,13 +46,75 @@ const ModelConfig& validate_config(const ModelConfig& config) {
     NCE_CHECK(c.dropout >= 0 && c.dropout < 1, "model config: dropout must be in [0, 1), got {}", c.dropout);
     NCE_CHECK(c.activation == "relu" || c.activation == "gelu",
               "model config: unknown activation '{}'; use relu or gelu", c.activation);
-    NCE_CHECK(c.layer_norm_eps > 0, "model config: layer_norm_eps must be positive, got {}", c.layer_norm_eps);
+    NCE_CHECK(c.layer_norm_eps > 0 && std::isfinite(c.layer_norm_eps),
+              "model config: layer_norm_eps must be positive and finite, got {}", c.layer_norm_eps);
+    // The upper limits, and no negative size in a field this kind does not use. A used field
+    // must be at least 1 (out_dim of a text_encoder may be 0: no output projection).
+    const bool text = c.kind == "text_encoder";
+    struct Range {
+        const char* field;
+        int64_t value, low, high;
+    };
+    for (const Range& range : {Range{"in_dim", c.in_dim, text ? 0 : 1, kMaxModelWidth},
+                               Range{"vocab_size", c.vocab_size, text ? 1 : 0, kMaxVocabSize},
+                               Range{"max_len", c.max_len, text ? 1 : 0, kMaxModelWidth},
+                               Range{"d_model", c.d_model, 1, kMaxModelWidth},
+                               Range{"dim_feedforward", c.dim_feedforward, 1, kMaxModelWidth},
+                               Range{"num_layers", c.num_layers, 1, kMaxNumLayers},
+                               Range{"out_dim", c.out_dim, text ? 0 : 1, kMaxModelWidth}})
+        NCE_CHECK(range.value >= range.low && range.value <= range.high,
+                  "model config: {} = {} is outside the allowed range [{}, {}]", range.field, range.value, range.low,
+                  range.high);
     if (c.learnable_temperature)
         NCE_CHECK(c.min_temperature >= kLossTemperatureFloor && c.min_temperature <= c.max_temperature,
                   "model config: need {} <= min_temperature <= max_temperature (below {} the losses hold tau "
                   "constant and log_tau gets no gradient), got {} and {}",
                   kLossTemperatureFloor, kLossTemperatureFloor, c.min_temperature, c.max_temperature);
     return config;
+}
+
+std::map<std::string, Shape> parameter_shapes(const ModelConfig& config) {
+    const ModelConfig& c = validate_config(config);
+    const int64_t d = c.d_model, ff = c.dim_feedforward;
+    std::map<std::string, Shape> shapes;
+    auto linear = [&](const std::string& name, int64_t in, int64_t out) {
+        shapes[name + ".weight"] = {out, in};
+        shapes[name + ".bias"] = {out};
+    };
+    if (c.kind == "sig_predictor") {
+        linear("input_proj", c.in_dim, d);
+        linear("output_proj", d, c.out_dim);
+    } else {
+        shapes["token_embedding.weight"] = {c.vocab_size, d};
+        shapes["position_embedding.weight"] = {c.max_len, d};
+        if (c.out_dim > 0) linear("output_proj", d, c.out_dim);
+    }
+    // nn.TransformerEncoderLayer's tensors (transformer_encoder_layer.h, multi_head_attention.h).
+    for (int64_t i = 0; i < c.num_layers; ++i) {
+        std::string layer = "encoder.layers." + std::to_string(i) + ".";
+        shapes[layer + "self_attn.in_proj_weight"] = {checked_product(3, d), d};
+        shapes[layer + "self_attn.in_proj_bias"] = {checked_product(3, d)};
+        linear(layer + "self_attn.out_proj", d, d);
+        linear(layer + "linear1", d, ff);
+        linear(layer + "linear2", ff, d);
+        for (const char* norm : {"norm1", "norm2"}) {
+            shapes[layer + norm + ".weight"] = {d};
+            shapes[layer + norm + ".bias"] = {d};
+        }
+    }
+    if (c.learnable_temperature) shapes["log_tau"] = {1};
+    return shapes;
+}
+
+int64_t parameter_count(const ModelConfig& config) {
+    int64_t count = 0;
+    for (const auto& [name, shape] : parameter_shapes(config)) {
+        int64_t numel = 1;
+        for (int64_t size : shape) numel = checked_product(numel, size);
+        NCE_CHECK(!__builtin_add_overflow(count, numel, &count),
+                  "model config: the parameter count overflows at '{}' {}", name, shape_string(shape));
+    }
+    return count;
 }
 
 std::unique_ptr<EmbeddingModel> make_model(const ModelConfig& config, Generator& generator, Dtype dtype) {

@@ -1,5 +1,6 @@
 // The two embedding models and their configuration (the checkpoint's `nce_config`).
 #pragma once
+#include <map>
 #include <memory>
 #include <string>
 
@@ -53,9 +54,25 @@ protected:
 std::unique_ptr<EmbeddingModel> make_model(const ModelConfig& config, Generator& generator,
                                            Dtype dtype = Dtype::Float32);
 
+// Upper limits on a config's sizes, far above any model nce trains, so that a config read
+// from a file cannot ask for terabytes or overflow the size arithmetic (docs/checkpoints.md
+// lists them). in_dim, out_dim, max_len, d_model and dim_feedforward share kMaxModelWidth.
+inline constexpr int64_t kMaxVocabSize = int64_t{1} << 24;   // 16,777,216 token ids
+inline constexpr int64_t kMaxModelWidth = int64_t{1} << 20;  // 1,048,576
+inline constexpr int64_t kMaxNumLayers = 1024;
+
 // Throws nce::Error (one line naming the field, its value and what is allowed) unless the
 // config describes a model that can be built; returns it unchanged otherwise.
 const ModelConfig& validate_config(const ModelConfig& config);
+
+// The parameters a model of this config has, by state_dict name, without building it (a
+// checkpoint is checked against them before anything is allocated); make_model's
+// named_parameters() has exactly these names and shapes. Validates the config first.
+std::map<std::string, Shape> parameter_shapes(const ModelConfig& config);
+
+// The number of values in those parameters, log_tau included; the arithmetic is
+// overflow-checked (an overflow throws, though the limits above keep it far from int64's).
+int64_t parameter_count(const ModelConfig& config);
 
 // The model's temperature tau = exp(log_tau), clamped to [min_temperature, max_temperature];
 // throws if the model has no learnable temperature.

@@ -16,6 +16,8 @@
 #include <set>
 #include <vector>
 
+#include "engine/json_nesting.h"
+
 namespace nce::nn {
 namespace {
 
@@ -90,6 +92,7 @@ Json parse_header(const std::string& text, const std::string& path) {
             repeated = parsed.get<std::string>();
         return true;
     };
+    check_json_nesting(text, fmt::format("read_safetensors: '{}': the header", path));
     Json header;
     try {
         header = Json::parse(text, note_top_level_keys);
@@ -133,15 +136,17 @@ Entry read_entry(const std::string& name, const Json& value, uint64_t data_bytes
     const Json& shape = value["shape"];
     NCE_CHECK(shape.is_array(), "read_safetensors: '{}': tensor '{}': shape must be a list of sizes, found {}", path,
               name, shape.dump());
-    uint64_t element_count = 1;
+    // The product of the non-zero sizes must fit too: an empty tensor's strides multiply
+    // every size after its 0, and [0, 2^62, 2^62] would overflow them.
+    uint64_t element_count = 1, nonzero_product = 1;
     for (const Json& size : shape) {
         NCE_CHECK(is_count(size), "read_safetensors: '{}': tensor '{}': shape {} has a size that is not a non-negative "
                   "integer", path, name, shape.dump());
         uint64_t extent = size.get<uint64_t>();
-        NCE_CHECK(extent <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) &&
-                      (extent == 0 || element_count <= std::numeric_limits<uint64_t>::max() / 8 / extent),
+        NCE_CHECK(extent == 0 || nonzero_product <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / 8 / extent,
                   "read_safetensors: '{}': tensor '{}': shape {} is too large", path, name, shape.dump());
         element_count *= extent;
+        if (extent != 0) nonzero_product *= extent;
         entry.shape.push_back(static_cast<int64_t>(extent));
     }
 

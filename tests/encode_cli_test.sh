@@ -148,6 +148,61 @@ expect_one_line_error "missing\.safetensors" "$out" "a model file that does not 
 run encode --model "$sig.safetensors" --features "$scratch/missing.npy" --out "$out"
 expect_one_line_error "missing\.npy" "$out" "a features file that does not exist"
 
+# --- hostile checkpoints: one line naming the file and the fault, nothing allocated or written ---
+# `checkpoint config OUT KEY=VALUE...`: a checkpoint with no tensors whose nce_config is the
+# text_encoder fixture's with those values; `checkpoint deep_header OUT` and
+# `checkpoint deep_config OUT`: a header, or an nce_config, of 100,000 '[' then as many ']'.
+checkpoint_helper="$scratch/checkpoint.py"
+cat >"$checkpoint_helper" <<'PYTHON'
+import json, struct, sys
+
+def read(path):
+    data = open(path, "rb").read()
+    (length,) = struct.unpack("<Q", data[:8])
+    return json.loads(data[8:8 + length]), data[8 + length:]
+
+def write(path, header, data=b""):
+    text = (header if isinstance(header, str) else json.dumps(header, separators=(",", ":"))).encode()
+    text += b" " * (-len(text) % 8)
+    open(path, "wb").write(struct.pack("<Q", len(text)) + text + data)
+
+command = sys.argv[1]
+if command == "config":
+    header, _ = read(sys.argv[3])
+    config = json.loads(header["__metadata__"]["nce_config"])
+    for change in sys.argv[4:]:
+        key, value = change.split("=", 1)
+        config[key] = json.loads(value)
+    write(sys.argv[2], {"__metadata__": {"nce_config": json.dumps(config)}})
+elif command == "deep_header":
+    write(sys.argv[2], "[" * 100000 + "]" * 100000)
+elif command == "deep_config":
+    write(sys.argv[2], {"__metadata__": {"nce_config": "[" * 100000 + "]" * 100000}})
+PYTHON
+checkpoint() { python3 "$checkpoint_helper" "$@"; }
+
+out="$scratch/never.npy"
+hostile="$scratch/hostile.safetensors"
+for case in "vocab_size=1073741824|vocab_size = 1073741824 is outside the allowed range \\[1, 16777216\\]" \
+            "d_model=4611686018427387904|d_model = 4611686018427387904 is outside the allowed range" \
+            "dim_feedforward=4611686018427387902|dim_feedforward = 4611686018427387902 is outside the allowed range" \
+            "num_layers=1000000000|num_layers = 1000000000 is outside the allowed range \\[1, 1024\\]" \
+            "vocab_size=16777216|nce_config describes a text_encoder of [0-9]+ parameters but the file's tensors hold 0 values"; do
+    change="${case%%|*}"
+    rm -f "$hostile"
+    checkpoint config "$hostile" "$text.safetensors" "$change"
+    run encode --model "$hostile" --tokens "${text}_ids.npy" --out "$out"
+    expect_one_line_error "hostile\.safetensors.*${case#*|}" "$out" "a checkpoint whose nce_config has $change"
+done
+rm -f "$hostile"
+checkpoint deep_header "$hostile"
+run encode --model "$hostile" --tokens "${text}_ids.npy" --out "$out"
+expect_one_line_error "hostile\.safetensors': the header: JSON nesting exceeds 64 levels" "$out" "a header nested 100,000 deep"
+rm -f "$hostile"
+checkpoint deep_config "$hostile"
+run encode --model "$hostile" --tokens "${text}_ids.npy" --out "$out"
+expect_one_line_error "hostile\.safetensors': nce_config: JSON nesting exceeds 64 levels" "$out" "an nce_config nested 100,000 deep"
+
 echo
 if [[ $failures -eq 0 ]]; then
     echo "all encode-cli tests passed"

@@ -12,8 +12,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <nlohmann/json.hpp>
 
+#include "engine/json_nesting.h"
 #include "nn/checkpoint.h"
 #include "nn/safetensors.h"
 #include "tests/test_helpers.h"
@@ -549,6 +551,148 @@ TEST_CASE("checkpoint: a training checkpoint keeps the model, the optimizer stat
     nn::TrainingState reserved = state;
     reserved.metadata["nce_step"] = "5";
     CHECK_ERROR_MENTIONS(nn::save_training_checkpoint(path, *model, reserved), "'nce_step' is reserved");
+}
+
+// ---- hostile checkpoints: limits, nesting, sizes ----
+
+// `depth` arrays nested inside each other: "[[[...]]]".
+std::string nested_arrays(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+
+TEST_CASE("json nesting: the scanner counts brackets outside strings and finds the first one past the limit") {
+    CHECK(find_excess_json_nesting(nested_arrays(64)) == std::string_view::npos);
+    CHECK(find_excess_json_nesting(nested_arrays(65)) == 64);  // the 65th '[' opens level 65
+    CHECK(find_excess_json_nesting("{\"a\":" + nested_arrays(64) + "}") == 68);  // '{' is level 1
+    // Brackets in strings, escaped quotes and escaped backslashes do not count or confuse it.
+    std::string in_strings = "[\"" + nested_arrays(100) + "\", \"\\\"[[[[\", \"\\\\\"]";
+    CHECK(find_excess_json_nesting(in_strings, 1) == std::string_view::npos);
+    CHECK(find_excess_json_nesting("[\"\\\\\", [", 1) == 7);  // after "\\" the string has ended
+    // Closers without openers are the parser's to report; they open no level.
+    CHECK(find_excess_json_nesting("]]]]" + nested_arrays(2), 2) == std::string_view::npos);
+    CHECK_ERROR_MENTIONS(check_json_nesting(nested_arrays(100'000), "some.json"),
+                         "some.json: JSON nesting exceeds 64 levels at byte 64");
+}
+
+TEST_CASE("safetensors: a header or nce_config nested 100,000 deep is an error naming the file, not a crash") {
+    TemporaryDirectory folder;
+    std::string path = folder.file("deep.safetensors");
+    auto padded = [](std::string header) { return header + std::string((8 - header.size() % 8) % 8, ' '); };
+    // The whole header, and a tensor's shape (whose dump() in a message recursed level by level).
+    for (const std::string& header :
+         {nested_arrays(100'000),
+          R"({"w":{"dtype":"F32","shape":)" + nested_arrays(100'000) + R"(,"data_offsets":[0,0]}})"}) {
+        write_bytes(path, safetensors_bytes(padded(header), ""));
+        CHECK_ERROR_MENTIONS(nn::read_safetensors(path), "deep.safetensors': the header: JSON nesting exceeds 64 levels");
+    }
+    // nce_config is a JSON string inside the header: the header is shallow, the config is not.
+    nn::write_safetensors(path, {}, {{"nce_config", nested_arrays(100'000)}});
+    CHECK_ERROR_MENTIONS(nn::load_model(path), "deep.safetensors': nce_config: JSON nesting exceeds 64 levels");
+    nn::write_safetensors(path, {}, {{"nce_config", "{\"kind\": " + nested_arrays(100'000) + "}"}});
+    CHECK_ERROR_MENTIONS(nn::load_model(path), "deep.safetensors': nce_config: JSON nesting exceeds 64 levels");
+    // Nesting up to the limit still parses (and is then refused for what it says).
+    write_bytes(path, safetensors_bytes(padded(R"({"__metadata__":)" + nested_arrays(63) + "}"), ""));
+    CHECK_ERROR_MENTIONS(nn::read_safetensors(path), "__metadata__ must be an object of strings");
+}
+
+TEST_CASE("safetensors: an empty tensor whose other sizes overflow int64 is refused") {
+    TemporaryDirectory folder;
+    std::string path = folder.file("empty_but_huge.safetensors");
+    write_bytes(path, safetensors_bytes(
+                          R"({"w":{"dtype":"F32","shape":[0,4611686018427387904,4611686018427387904],"data_offsets":[0,0]}})",
+                          ""));
+    CHECK_ERROR_MENTIONS(nn::read_safetensors(path), "tensor 'w': shape [0,4611686018427387904,4611686018427387904] is too large");
+}
+
+// A checkpoint of no tensors whose nce_config is `config` with `changes` applied.
+std::string checkpoint_claiming(const TemporaryDirectory& folder, const nn::ModelConfig& config,
+                                const nlohmann::json& changes) {
+    nlohmann::json json = nlohmann::json::parse(nn::config_to_json(config));
+    json.update(changes);
+    std::string path = folder.file("claims.safetensors");
+    nn::write_safetensors(path, {}, {{"nce_config", json.dump()}});
+    return path;
+}
+
+TEST_CASE("checkpoint: a config past the limits is refused naming the field, its value and the range") {
+    TemporaryDirectory folder;
+    constexpr int64_t huge = int64_t{1} << 62;
+    struct Case {
+        nn::ModelConfig base;
+        nlohmann::json changes;
+        std::string expected;
+    };
+    const std::vector<Case> cases = {
+        {small_text_encoder(), {{"vocab_size", int64_t{1} << 30}}, "vocab_size = 1073741824 is outside the allowed range [1, 16777216]"},
+        {small_text_encoder(), {{"max_len", huge}}, "max_len = 4611686018427387904 is outside the allowed range [1, 1048576]"},
+        {small_text_encoder(), {{"d_model", huge}, {"nhead", 1}}, "d_model = 4611686018427387904 is outside the allowed range [1, 1048576]"},
+        {small_text_encoder(), {{"dim_feedforward", huge - 2}}, "dim_feedforward = 4611686018427387902 is outside"},
+        {small_text_encoder(), {{"out_dim", huge}}, "out_dim = 4611686018427387904 is outside the allowed range [0, 1048576]"},
+        {small_text_encoder(), {{"num_layers", 1'000'000'000}}, "num_layers = 1000000000 is outside the allowed range [1, 1024]"},
+        {small_text_encoder(), {{"in_dim", -5}}, "in_dim = -5 is outside the allowed range [0, 1048576]"},
+        {small_sig_predictor(), {{"in_dim", huge}}, "in_dim = 4611686018427387904 is outside the allowed range [1, 1048576]"},
+    };
+    CachingAllocator& allocator = CachingAllocator::host();
+    for (const Case& bad : cases) {
+        CAPTURE(bad.changes.dump());
+        std::string path = checkpoint_claiming(folder, bad.base, bad.changes);
+        allocator.reset_peak();
+        std::size_t before = allocator.stats().bytes_in_use;
+        CHECK_ERROR_MENTIONS(nn::load_model(path), "claims.safetensors': nce_config does not describe a valid model");
+        CHECK_ERROR_MENTIONS(nn::load_model(path), bad.expected);
+        CHECK(allocator.stats().peak_bytes_in_use - before < (1 << 20));  // nothing the config asked for
+    }
+    // JSON has no infinity (nlohmann refuses 1e999), but a config built in code can.
+    nn::ModelConfig infinite = small_sig_predictor();
+    infinite.layer_norm_eps = std::numeric_limits<double>::infinity();
+    CHECK_ERROR_MENTIONS(nn::validate_config(infinite), "layer_norm_eps must be positive and finite, got inf");
+    // The largest sizes allowed are accepted by the checks (the count check then stops them).
+    nn::ModelConfig widest = small_text_encoder();
+    widest.vocab_size = nn::kMaxVocabSize;
+    widest.max_len = widest.d_model = widest.dim_feedforward = widest.out_dim = nn::kMaxModelWidth;
+    widest.num_layers = nn::kMaxNumLayers;
+    CHECK_NOTHROW(nn::validate_config(widest));
+    CHECK(nn::parameter_count(widest) > (int64_t{1} << 50));  // no overflow at the limits
+}
+
+TEST_CASE("checkpoint: a config needing more parameters than the file holds is refused before allocating") {
+    TemporaryDirectory folder;
+    CachingAllocator& allocator = CachingAllocator::host();
+    // Within the limits, but 2^20 · 64 values for the embedding alone (256 MB as float32)
+    // from a file of a few hundred bytes; and 2^44 values, which no machine could allocate.
+    for (nlohmann::json changes : {nlohmann::json{{"vocab_size", int64_t{1} << 20}, {"d_model", 64}},
+                                   nlohmann::json{{"vocab_size", int64_t{1} << 24}, {"d_model", int64_t{1} << 20}}}) {
+        CAPTURE(changes.dump());
+        std::string path = checkpoint_claiming(folder, small_text_encoder(), changes);
+        nn::ModelConfig claimed = nn::config_from_json(nn::read_safetensors(path).metadata.at("nce_config"), "test");
+        allocator.reset_peak();
+        std::size_t before = allocator.stats().bytes_in_use;
+        CHECK_ERROR_MENTIONS(nn::load_model(path),
+                             fmt::format("claims.safetensors': nce_config describes a text_encoder of {} parameters but "
+                                         "the file's tensors hold 0 values (0 bytes)",
+                                         nn::parameter_count(claimed)));
+        CHECK(allocator.stats().peak_bytes_in_use - before < (1 << 20));
+    }
+}
+
+TEST_CASE("checkpoint: parameter_shapes lists exactly the parameters make_model builds") {
+    for (nn::ModelConfig config : {small_sig_predictor(), small_text_encoder()}) {
+        for (bool temperature : {false, true}) {
+            for (int64_t out_dim : {int64_t{0}, int64_t{3}}) {
+                config.learnable_temperature = temperature;
+                config.out_dim = config.kind == "sig_predictor" ? out_dim + 2 : out_dim;
+                CAPTURE(nn::config_to_json(config));
+                Generator generator(1);
+                std::unique_ptr<nn::EmbeddingModel> model = nn::make_model(config, generator);
+                std::map<std::string, Shape> built;
+                int64_t values = 0;
+                for (auto& [name, parameter] : model->named_parameters()) {
+                    built[name] = parameter->shape();
+                    values += parameter->value().numel();
+                }
+                CHECK(nn::parameter_shapes(config) == built);
+                CHECK(nn::parameter_count(config) == values);
+            }
+        }
+    }
 }
 
 // ---- PyTorch parity ----

@@ -242,6 +242,11 @@ TEST_CASE("npy: malformed files give one error naming the file and the fault") {
                    "too large");
     check_rejected(with_header("{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296), }"),
                    "too large");
+    // Empty, but the other sizes overflow int64: the element count and strides multiply them.
+    check_rejected(with_header("{'descr': '<f8', 'fortran_order': False, 'shape': (0, 4611686018427387904, 4), }"),
+                   "too large");
+    check_rejected(with_header("{'descr': '<f8', 'fortran_order': False, 'shape': (3037000500, 3037000500, 0), }"),
+                   "too large");
     check_rejected(with_header("{'descr': '<f8', 'fortran_order': False, }"), "lacks 'shape'");
     check_rejected(with_header("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), 'x': 1}"),
                    "unexpected key 'x'");
