@@ -122,11 +122,14 @@ std::map<std::string, Tensor> model_tensors(const SafetensorsFile& file, const s
     return tensors;
 }
 
-// The model's configuration, from nce_config.
+// nce_config as the file's tensors complete it: either model may own log_tau, so a file that
+// holds one has a learnable temperature whatever the config says (PyTorch writers need not
+// add learnable_temperature to the keys the contract requires).
 ModelConfig checkpoint_config(const SafetensorsFile& file, const std::map<std::string, Tensor>& tensors,
                               const std::string& path, const char* op) {
     ModelConfig config =
         config_from_json(required_metadata(file, kConfigKey, path, op), fmt::format("{}: '{}'", op, path));
+    if (tensors.count(kLogTauName)) config.learnable_temperature = true;
     return config;
 }
 

@@ -42,7 +42,8 @@ void save_model(const std::string& path, EmbeddingModel& model,
 
 // Builds the model that nce_config describes and loads its parameters, converted from F32
 // or F64 to `compute_dtype`. A parameter that is missing, has the wrong shape, or a tensor
-// that is no parameter of the model is an error naming it. Before anything is allocated the
+// that is no parameter of the model is an error naming it. A log_tau tensor in the file
+// means a learnable temperature, whatever nce_config says. Before anything is allocated the
 // config must lie within the limits of model.h and need no more parameter values than the
 // file's tensors hold.
 std::unique_ptr<EmbeddingModel> load_model(const std::string& path, Dtype compute_dtype = Dtype::Float32);

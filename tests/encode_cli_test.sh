@@ -151,7 +151,9 @@ expect_one_line_error "missing\.npy" "$out" "a features file that does not exist
 # --- hostile checkpoints: one line naming the file and the fault, nothing allocated or written ---
 # `checkpoint config OUT KEY=VALUE...`: a checkpoint with no tensors whose nce_config is the
 # text_encoder fixture's with those values; `checkpoint deep_header OUT` and
-# `checkpoint deep_config OUT`: a header, or an nce_config, of 100,000 '[' then as many ']'.
+# `checkpoint deep_config OUT`: a header, or an nce_config, of 100,000 '[' then as many ']';
+# `checkpoint add_log_tau IN OUT VALUE`: IN with a float32 log_tau [1] added, as PyTorch
+# writes a model that owns one (nce_config keeps only the keys the contract requires).
 checkpoint_helper="$scratch/checkpoint.py"
 cat >"$checkpoint_helper" <<'PYTHON'
 import json, struct, sys
@@ -178,6 +180,11 @@ elif command == "deep_header":
     write(sys.argv[2], "[" * 100000 + "]" * 100000)
 elif command == "deep_config":
     write(sys.argv[2], {"__metadata__": {"nce_config": "[" * 100000 + "]" * 100000}})
+elif command == "add_log_tau":
+    header, data = read(sys.argv[2])
+    assert "log_tau" not in header and "learnable_temperature" not in header["__metadata__"]["nce_config"]
+    header["log_tau"] = {"dtype": "F32", "shape": [1], "data_offsets": [len(data), len(data) + 4]}
+    write(sys.argv[3], header, data + struct.pack("<f", float(sys.argv[4])))
 PYTHON
 checkpoint() { python3 "$checkpoint_helper" "$@"; }
 
@@ -202,6 +209,14 @@ rm -f "$hostile"
 checkpoint deep_config "$hostile"
 run encode --model "$hostile" --tokens "${text}_ids.npy" --out "$out"
 expect_one_line_error "hostile\.safetensors': nce_config: JSON nesting exceeds 64 levels" "$out" "an nce_config nested 100,000 deep"
+
+# --- a PyTorch checkpoint that owns log_tau: a learnable temperature, the same embeddings ---
+checkpoint add_log_tau "$text.safetensors" "$scratch/with_tau.safetensors" -2.5
+out="$scratch/with_tau.npy"
+run encode --model "$scratch/with_tau.safetensors" --tokens "${text}_ids.npy" --mask "${text}_mask.npy" --out "$out"
+expect_exit_zero "encode a text_encoder checkpoint holding log_tau without learnable_temperature in nce_config"
+if message=$(npy compare "$out" "${text}_expected.npy" 1e-5 2>&1); then pass "with log_tau, text_encoder still matches PyTorch to 1e-5"
+else fail "text_encoder with log_tau vs PyTorch: $message"; fi
 
 echo
 if [[ $failures -eq 0 ]]; then

@@ -695,6 +695,36 @@ TEST_CASE("checkpoint: parameter_shapes lists exactly the parameters make_model 
     }
 }
 
+TEST_CASE("checkpoint: a PyTorch checkpoint holding log_tau loads it, whether or not nce_config names the temperature") {
+    // PyTorch writes the state_dict with log_tau and an nce_config of only the keys the
+    // contract requires; the tensor's presence means a learnable temperature.
+    TemporaryDirectory folder;
+    for (nn::ModelConfig config : {small_sig_predictor(), small_text_encoder()}) {
+        CAPTURE(config.kind);
+        config.learnable_temperature = true;
+        Generator generator(8);
+        std::unique_ptr<nn::EmbeddingModel> model = nn::make_model(config, generator, Dtype::Float64);
+        model->log_tau()->set_value(Tensor::full({1}, -2.5, Dtype::Float64));
+        std::string saved = folder.file("saved.safetensors");
+        nn::save_model(saved, *model);
+        SafetensorsFile file = nn::read_safetensors(saved);
+        nlohmann::json contract_keys = nlohmann::json::parse(file.metadata.at("nce_config"));
+        for (const char* key : {"learnable_temperature", "min_temperature", "max_temperature"}) contract_keys.erase(key);
+        nlohmann::json says_false = contract_keys;
+        says_false["learnable_temperature"] = false;
+        for (const nlohmann::json& written : {contract_keys, says_false}) {
+            CAPTURE(written.dump());
+            std::string path = folder.file("torch.safetensors");
+            nn::write_safetensors(path, file.tensors, {{"nce_config", written.dump()}});
+            std::unique_ptr<nn::EmbeddingModel> loaded = nn::load_model(path, Dtype::Float64);
+            CHECK(loaded->config().learnable_temperature);
+            REQUIRE(loaded->log_tau() != nullptr);
+            CHECK(loaded->log_tau()->value().to_vector() == std::vector<double>{-2.5});
+            CHECK(nn::temperature(*loaded) == doctest::Approx(std::exp(-2.5)));
+        }
+    }
+}
+
 // ---- PyTorch parity ----
 
 // tests/fixtures/torch_reference/, found from NCE_SOURCE_ROOT (tests/meson.build sets it)
