@@ -19,11 +19,13 @@ stderr="$scratch/stderr"
 failures=0
 
 source "$(dirname "${BASH_SOURCE[0]}")/cli_test_helpers.sh"
-# Every metric of the row named $2 in the terminal table $1 is above the row named $3's.
+# Every metric of the row named $2 in the terminal table $1 is above the row named $3's (the
+# values, with each cell's "[low, high]" interval left out).
 expect_row_beats() {
     local table="$1" better="$2" worse="$3"
     local verdict
     verdict=$(awk -v better="$better" -v worse="$worse" '
+        { gsub(/\[[^]]*\]/, "") }
         index($0, better) == 1 { n = split(substr($0, length(better) + 1), b, " ") }
         index($0, worse) == 1 { split(substr($0, length(worse) + 1), w, " ") }
         END { if (n == 0) { print "missing"; exit } for (i = 1; i <= n; i++) if (b[i] + 0 <= w[i] + 0) { print "no"; exit } print "yes" }' "$table")

@@ -1,12 +1,14 @@
 // The retrieval apps' shared parts (apps/retrieval/) and the KorQuAD generator
-// (apps/korquad/): lexical tokens, the hybrid fusion and its weight, the metric table, the
-// SVG charts, the run configuration, and generated data that the real reader accepts.
+// (apps/korquad/): lexical tokens, the hybrid fusion and its weight, the metric table with its
+// intervals, the SVG charts (error bars, legend, round ticks), the run configuration, and
+// generated data that the real reader accepts.
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include "apps/korquad/korquad_generator.h"
+#include "apps/retrieval/axis_ticks.h"
 #include "apps/retrieval/metric_table.h"
 #include "apps/retrieval/rankings.h"
 #include "apps/retrieval/run_config.h"
@@ -85,6 +87,119 @@ TEST_CASE("metric table: rows scored from rankings, printed, and written as JSON
     CHECK_ERROR_MENTIONS(score_rankings("x", rankings, relevant, {"mrr10"}), "metric@k");
 }
 
+// 40 queries over 4 passages, query q's answer passage q % 4; the ranking puts it first for
+// three queries in four and second otherwise: recall@1 = 0.75, MRR@10 = 0.875.
+namespace {
+
+RankedLists three_in_four_first(eval::RelevantSets& relevant) {
+    RankedLists rankings;
+    for (int64_t q = 0; q < 40; ++q) {
+        int64_t answer = q % 4, other = (answer + 1) % 4;
+        rankings.passages.push_back(q % 4 == 3 ? std::vector<int64_t>{other, answer}
+                                               : std::vector<int64_t>{answer, other});
+        rankings.scores.push_back({2.0, 1.0});
+        relevant.push_back({answer});
+    }
+    return rankings;
+}
+
+}  // namespace
+
+TEST_CASE("metric table: each cell prints its interval, the columns stay aligned, the JSON carries low and high") {
+    eval::RelevantSets relevant;
+    RankedLists rankings = three_in_four_first(relevant);
+    eval::BootstrapOptions bootstrap{1000, 7, 0.95};
+    MetricRow row = score_rankings("trained model", rankings, relevant, standard_columns(), bootstrap);
+    CHECK(row.metrics.at("recall@1") == doctest::Approx(0.75));
+    CHECK(row.metrics.at("mrr@10") == doctest::Approx(0.875));
+    REQUIRE(row.intervals.count("recall@1") == 1);
+    const eval::ConfidenceInterval& recall = row.intervals.at("recall@1");
+    CHECK(recall.mean == row.metrics.at("recall@1"));
+    CHECK(recall.low < 0.75);
+    CHECK(recall.high > 0.75);
+    CHECK(row.per_query.at("recall@1").size() == 40);
+    // recall@5 is 1 for every query: an interval of zero width.
+    CHECK(row.intervals.at("recall@5").low == 1.0);
+    CHECK(row.intervals.at("recall@5").high == 1.0);
+    // The same seed, the same interval.
+    MetricRow again = score_rankings("trained model", rankings, relevant, standard_columns(), bootstrap);
+    CHECK(again.intervals.at("mrr@10").low == row.intervals.at("mrr@10").low);
+    CHECK(again.intervals.at("mrr@10").high == row.intervals.at("mrr@10").high);
+
+    MetricRow short_name = score_rankings("BM25", rankings, relevant, standard_columns(), bootstrap);
+    MetricTable table{"t", standard_columns(), {row, short_name}, "", bootstrap};
+    std::string text = format_metric_table(table);
+    std::string expected_cell = fmt::format("0.750 [{:.3f}, {:.3f}]", recall.low, recall.high);
+    CHECK(text.find("trained model  " + expected_cell) != std::string::npos);
+    CHECK(text.find("1.000 [1.000, 1.000]") != std::string::npos);
+    CHECK(text.find("95% confidence interval, percentile bootstrap over the queries (1000 resamples, seed 7)") !=
+          std::string::npos);
+    // Header and rows are equally long, and every column header ends where its cells end.
+    std::vector<std::string> lines;
+    std::istringstream stream(text);
+    for (std::string line; std::getline(stream, line);) lines.push_back(line);
+    REQUIRE(lines.size() == 5);  // title, header, two rows, the note on the intervals
+    CHECK(lines[2].size() == lines[1].size());
+    CHECK(lines[3].size() == lines[1].size());
+    for (const std::string& column : standard_columns()) {
+        size_t end = lines[1].find(column) + column.size();
+        CHECK(lines[2][end - 1] == ']');
+        CHECK(lines[3][end - 1] == ']');
+        CHECK(lines[2].substr(end - 20, 20).find('[') == 6);  // "0.750 [0.600, 0.875]": 20 wide
+    }
+
+    nlohmann::json json = metric_table_to_json(table, {{"seconds", 1.5}});
+    CHECK(json["rows"][0]["metrics"]["recall@1"] == 0.75);  // the existing key, unchanged
+    CHECK(json["rows"][0]["low"]["recall@1"].get<double>() == recall.low);
+    CHECK(json["rows"][0]["high"]["recall@1"].get<double>() == recall.high);
+    CHECK(json["interval"]["resamples"] == 1000);
+    CHECK(json["interval"]["seed"] == 7);
+    MetricTable back = metric_table_from_json(json, "test");
+    CHECK(back.rows[0].intervals.at("mrr@10").low == row.intervals.at("mrr@10").low);
+    CHECK(format_metric_table(back) == text);
+    // A results.json from before the intervals still reads, and prints values alone.
+    nlohmann::json old = json;
+    old.erase("interval");
+    for (auto& entry : old["rows"]) entry.erase("low"), entry.erase("high");
+    MetricTable plain = metric_table_from_json(old, "old");
+    CHECK(plain.rows[0].intervals.empty());
+    CHECK(format_metric_table(plain).find('[') == std::string::npos);
+    CHECK(format_metric_table(plain).find("0.750") != std::string::npos);
+}
+
+TEST_CASE("round ticks: steps of 1, 2, 2.5 or 5 times a power of ten, covering the range") {
+    AxisTicks unit = round_ticks(0, 0.93, 5);
+    CHECK(unit.step == doctest::Approx(0.2));
+    REQUIRE(unit.values.size() == 6);
+    CHECK(unit.last() == doctest::Approx(1.0));
+    CHECK(unit.label(unit.values[3]) == "0.6");
+    AxisTicks halves = round_ticks(1.2, 3.4, 5);
+    CHECK(halves.step == doctest::Approx(0.5));
+    CHECK(halves.first() == doctest::Approx(1.0));
+    CHECK(halves.last() == doctest::Approx(3.5));
+    CHECK(halves.label(2.5) == "2.5");
+    AxisTicks steps = round_ticks(0, 250, 5);
+    CHECK(steps.step == doctest::Approx(50));
+    CHECK(steps.label(steps.values[2]) == "100");
+    AxisTicks quarters = round_ticks(0, 1.1, 5);
+    CHECK(quarters.step == doctest::Approx(0.25));
+    CHECK(quarters.label(quarters.values[1]) == "0.25");
+    CHECK(round_ticks(0, 1, 5).values.size() == 6);  // 1.0 is a tick already: no 1.2
+    CHECK(round_ticks(3, 3, 4).values.size() >= 2);  // an empty range is widened
+    for (double low : {0.0, -3.7, 0.0012, 17.0})
+        for (double span : {0.003, 0.9, 7.0, 1234.0}) {
+            AxisTicks ticks = round_ticks(low, low + span, 5);
+            CHECK(is_round_step(ticks.step));
+            CHECK(ticks.first() <= low);
+            CHECK(ticks.last() >= low + span);
+            CHECK(ticks.values.size() <= 12);
+        }
+    CHECK(is_round_step(0.025));
+    CHECK(is_round_step(500));
+    CHECK_FALSE(is_round_step(0.3));
+    CHECK_FALSE(is_round_step(0.186));
+}
+
 TEST_CASE("svg charts: bars per row and column, curves from a trainer log, text escaped") {
     MetricTable table{"a <b> & c", {"recall@1", "mrr@10"},
                       {{"untrained", {{"recall@1", 0.1}, {"mrr@10", 0.2}}}, {"trained \"x\"", {{"recall@1", 0.8}, {"mrr@10", 0.9}}}}};
@@ -115,6 +230,108 @@ TEST_CASE("svg charts: bars per row and column, curves from a trainer log, text 
     }
     CHECK_ERROR_MENTIONS(read_training_curves(log.string()), "line 1 is not JSON");
     fs::remove(log);
+}
+
+namespace {
+
+// The number in attribute `name` of the first element of `svg` that starts with `element`.
+double svg_attribute(const std::string& svg, const std::string& element, const std::string& name) {
+    size_t at = svg.find(element);
+    REQUIRE(at != std::string::npos);
+    size_t attribute = svg.find(" " + name + "=\"", at);
+    REQUIRE(attribute < svg.find('>', at));
+    return std::stod(svg.substr(attribute + name.size() + 3));
+}
+
+// The text of every <text class="y-tick"> in `svg`, as numbers.
+std::vector<double> y_tick_values(const std::string& svg) {
+    std::vector<double> values;
+    for (size_t at = svg.find("class=\"y-tick\""); at != std::string::npos; at = svg.find("class=\"y-tick\"", at + 1))
+        values.push_back(std::stod(svg.substr(svg.find('>', at) + 1)));
+    return values;
+}
+
+size_t count_of(const std::string& text, const std::string& what) {
+    size_t count = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++count;
+    return count;
+}
+
+// Ticks a reader trusts: evenly spaced by a round step, each a whole multiple of it.
+void check_round_ticks(const std::vector<double>& ticks) {
+    REQUIRE(ticks.size() >= 2);
+    double step = ticks[1] - ticks[0];
+    CHECK(is_round_step(std::stod(fmt::format("{:.6g}", step))));
+    for (size_t i = 0; i < ticks.size(); ++i) {
+        CHECK(ticks[i] - ticks[0] == doctest::Approx(step * static_cast<double>(i)));
+        double multiple = ticks[i] / step;
+        CHECK(multiple == doctest::Approx(std::round(multiple)));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("svg bars: an error bar per bar with an interval, the legend inside the picture, round ticks") {
+    eval::RelevantSets relevant;
+    RankedLists rankings = three_in_four_first(relevant);
+    std::vector<std::string> columns = {"recall@1", "mrr@10", "ndcg@10"};
+    MetricTable table{"nce korquad: test split", columns, {}, "", {1000, 3, 0.95}};
+    for (const char* name : {"untrained model", "BM25 (whitespace)", "BM25 (whitespace+bigrams)",
+                             "hybrid (BM25 whitespace+bigrams + trained model) with a long name",
+                             "한국어 이름이 아주 긴 순위기 (legend labels in Hangul are wide)"})
+        table.rows.push_back(score_rankings(name, rankings, relevant, columns, table.bootstrap));
+    std::string svg = metric_bars_svg(table);
+    CHECK(count_of(svg, "<title>") == 15);
+    CHECK(count_of(svg, "class=\"error-bar\"") == 15);
+    // The error bar of the first bar (recall@1 of the first row) spans its interval on the axis.
+    const eval::ConfidenceInterval& first = table.rows[0].intervals.at("recall@1");
+    CHECK(first.low < first.high);
+
+    double width = svg_attribute(svg, "<svg", "width"), height = svg_attribute(svg, "<svg", "height");
+    double legend_x = svg_attribute(svg, "<rect class=\"legend\"", "x");
+    double legend_y = svg_attribute(svg, "<rect class=\"legend\"", "y");
+    double legend_width = svg_attribute(svg, "<rect class=\"legend\"", "width");
+    double legend_height = svg_attribute(svg, "<rect class=\"legend\"", "height");
+    CHECK(legend_x >= 0);
+    CHECK(legend_y >= 0);
+    CHECK(legend_x + legend_width <= width);
+    CHECK(legend_y + legend_height <= height);
+    // The box holds its longest label (the Hangul one, about an em per syllable) and every row.
+    CHECK(legend_width >= estimated_text_width(table.rows[4].name, 12));
+    CHECK(estimated_text_width("한국어", 12) == doctest::Approx(36));
+    CHECK(legend_height >= 20.0 * 4 + 12);
+    check_round_ticks(y_tick_values(svg));
+    CHECK(y_tick_values(svg).back() >= 1.0);  // recall@5-like cells reach 1: the axis covers them
+
+    // Many rows: the legend grows down and the picture with it.
+    MetricTable tall = table;
+    for (int i = 0; i < 20; ++i) tall.rows.push_back(table.rows[0]);
+    std::string tall_svg = metric_bars_svg(tall);
+    double tall_bottom = svg_attribute(tall_svg, "<rect class=\"legend\"", "y") +
+                         svg_attribute(tall_svg, "<rect class=\"legend\"", "height");
+    CHECK(tall_bottom <= svg_attribute(tall_svg, "<svg", "height"));
+
+    // Small values: the axis stops at a round number just above the highest interval end.
+    MetricTable small{"small", {"mrr@10"}, {{"a", {{"mrr@10", 0.031}}, {{"mrr@10", {0.031, 0.012, 0.064}}}}}, "", {}};
+    std::vector<double> small_ticks = y_tick_values(metric_bars_svg(small));
+    check_round_ticks(small_ticks);
+    CHECK(small_ticks.back() >= 0.064);
+    CHECK(small_ticks.back() < 0.1);
+    // A table without intervals draws no error bar.
+    MetricTable plain{"plain", {"mrr@10"}, {{"a", {{"mrr@10", 0.5}}}}};
+    CHECK(count_of(metric_bars_svg(plain), "error-bar") == 0);
+}
+
+TEST_CASE("svg curves: round ticks on both axes") {
+    CurveSeries loss{"training loss", {1, 2, 3, 137}, {3.71, 2.2, 1.9, 0.43}};
+    std::string svg = training_curves_svg({loss}, "t");
+    check_round_ticks(y_tick_values(svg));
+    std::vector<double> x_ticks;
+    for (size_t at = svg.find("class=\"x-tick\""); at != std::string::npos; at = svg.find("class=\"x-tick\"", at + 1))
+        x_ticks.push_back(std::stod(svg.substr(svg.find('>', at) + 1)));
+    check_round_ticks(x_ticks);
+    CHECK(x_ticks.front() <= 1);
+    CHECK(x_ticks.back() >= 137);
 }
 
 TEST_CASE("run config: file keys and flags override defaults; unknown keys and bad values are one line") {

@@ -210,11 +210,13 @@ FeatureRunOutcome run_sig_predictor_training(const retrieval::RunConfig& config,
     outcome.table.title = fmt::format("nce code features: {} test signatures over all {} bodies", split.test.size(),
                                       features.rows());
     outcome.table.columns = retrieval::standard_columns(true);
+    outcome.table.bootstrap = {1000, config.seed, 0.95};  // the same resampled signatures for both rows
     for (auto [name, encoder] : {std::pair<const char*, nn::EmbeddingModel*>{"untrained sig_predictor", untrained.get()},
                                  {"trained sig_predictor", model.get()}}) {
         Tensor q = embed_rows(*encoder, features, split.test, config.encode_batch_size);
         retrieval::RankedLists ranked = retrieval::dense_rankings(q, features.body_embeddings, config.candidate_depth);
-        outcome.table.rows.push_back(retrieval::score_rankings(name, ranked, test_relevant, outcome.table.columns));
+        outcome.table.rows.push_back(retrieval::score_rankings(name, ranked, test_relevant, outcome.table.columns,
+                                                               outcome.table.bootstrap));
     }
     outcome.train_rows = static_cast<int64_t>(split.train.size());
     outcome.validation_rows = static_cast<int64_t>(split.validation.size());

@@ -177,7 +177,10 @@ RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, c
     outcome.table.title = fmt::format("nce {}: test split, {} queries over {} passages", app.name, test.queries.size(),
                                       test.passages.size());
     outcome.table.columns = standard_columns(app.with_rank_at_k);
+    // Every row's intervals from the run's seed: the same resampled queries for every ranker.
+    outcome.table.bootstrap = {1000, config.seed, 0.95};
     const std::vector<std::string>& columns = outcome.table.columns;
+    const eval::BootstrapOptions& bootstrap = outcome.table.bootstrap;
     eval::RelevantSets test_relevant = relevant_sets(test), validation_relevant = relevant_sets(validation);
     std::vector<std::string> test_queries = query_texts_of(test), test_passages = passage_texts_of(test);
     std::vector<std::string> validation_queries = query_texts_of(validation),
@@ -213,14 +216,15 @@ RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, c
     if (untrained)
         outcome.table.rows.push_back(
             score_rankings("untrained model", dense(*untrained, test, nullptr, nullptr, nullptr),
-                           test_relevant, columns));
+                           test_relevant, columns, bootstrap));
     // Every BM25 variant on test; the one best on validation is the hybrid's lexical side.
     LexicalTokens best_tokens = app.bm25_variants.front();
     double best_validation = -1;
     RankedLists best_test_lexical, best_validation_lexical;
     for (LexicalTokens tokens : app.bm25_variants) {
         RankedLists on_test = bm25_rankings(test_queries, test_passages, tokens, bm25, config.candidate_depth);
-        outcome.table.rows.push_back(score_rankings(bm25_row_name(tokens), on_test, test_relevant, columns));
+        outcome.table.rows.push_back(
+            score_rankings(bm25_row_name(tokens), on_test, test_relevant, columns, bootstrap));
         RankedLists on_validation =
             bm25_rankings(validation_queries, validation_passages, tokens, bm25, config.candidate_depth);
         double mrr = eval::retrieval_metrics(on_validation.passages, validation_relevant, {10}).at(10).mrr;
@@ -233,12 +237,13 @@ RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, c
     }
     RankedLists model_test =
         dense(model, test, &outcome.test_queries, &outcome.test_passages, &outcome.test_passages_in_chunks);
-    outcome.table.rows.push_back(score_rankings(model_row, model_test, test_relevant, columns));
+    outcome.table.rows.push_back(score_rankings(model_row, model_test, test_relevant, columns, bootstrap));
     RankedLists model_validation = dense(model, validation, nullptr, nullptr, nullptr);
     outcome.fusion = choose_fusion_weight(best_validation_lexical, model_validation, validation_relevant);
     outcome.table.rows.push_back(
         score_rankings(fmt::format("hybrid (BM25 {} + {})", lexical_tokens_name(best_tokens), model_row),
-                       fuse_rankings(best_test_lexical, model_test, outcome.fusion.dense_weight), test_relevant, columns));
+                       fuse_rankings(best_test_lexical, model_test, outcome.fusion.dense_weight), test_relevant,
+                       columns, bootstrap));
     return outcome;
 }
 

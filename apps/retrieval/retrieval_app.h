@@ -18,7 +18,8 @@
 //
 // The metric rows, in order: "untrained model", one "BM25 (<tokens>)" per variant,
 // "trained model", "hybrid (BM25 <tokens> + trained)". The hybrid fuses the BM25 variant with
-// the best validation MRR@10 (see rankings.h for the fusion and its weight).
+// the best validation MRR@10 (see rankings.h for the fusion and its weight). Each cell has its
+// 95% interval, a bootstrap over the test queries seeded with the run's seed (metric_table.h).
 #pragma once
 #include <CLI/CLI.hpp>
 #include <functional>

@@ -1,4 +1,5 @@
-// Plain-text SVG charts: training curves from the trainer's log, the metric table as bars.
+// Plain-text SVG charts: training curves from the trainer's log, the metric table as bars with
+// error bars, both on round axis ticks.
 #include "apps/retrieval/svg_charts.h"
 
 #include <fmt/format.h>
@@ -7,6 +8,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "apps/retrieval/axis_ticks.h"
 #include "apps/retrieval/run_config.h"
 #include "engine/error.h"
 
@@ -17,13 +19,6 @@ namespace {
 const char* colour(size_t index) {
     static const char* palette[] = {"#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3"};
     return palette[index % (sizeof(palette) / sizeof(palette[0]))];
-}
-
-// A short label for a tick value.
-std::string tick_label(double value) {
-    double magnitude = std::abs(value);
-    if (magnitude != 0 && (magnitude >= 1e5 || magnitude < 1e-3)) return fmt::format("{:.1e}", value);
-    return fmt::format("{:.4g}", value);
 }
 
 // One panel: a line chart of `series` in the box (left, top, width, height).
@@ -40,26 +35,23 @@ std::string line_panel(const CurveSeries& series, double left, double top, doubl
                            plot_left + plot_width / 2, plot_top + plot_height / 2);
         return svg;
     }
-    double x_min = *std::min_element(series.x.begin(), series.x.end());
-    double x_max = *std::max_element(series.x.begin(), series.x.end());
-    double y_min = *std::min_element(series.y.begin(), series.y.end());
-    double y_max = *std::max_element(series.y.begin(), series.y.end());
-    if (x_max == x_min) x_max = x_min + 1;
-    if (y_max == y_min) {
-        y_max += 0.5;
-        y_min -= 0.5;
-    }
+    // Both axes run from one round tick to another (axis_ticks.h), covering every point.
+    AxisTicks x_ticks = round_ticks(*std::min_element(series.x.begin(), series.x.end()),
+                                    *std::max_element(series.x.begin(), series.x.end()), 4);
+    AxisTicks y_ticks = round_ticks(*std::min_element(series.y.begin(), series.y.end()),
+                                    *std::max_element(series.y.begin(), series.y.end()), 4);
+    double x_min = x_ticks.first(), x_max = x_ticks.last(), y_min = y_ticks.first(), y_max = y_ticks.last();
     auto px = [&](double x) { return plot_left + (x - x_min) / (x_max - x_min) * plot_width; };
     auto py = [&](double y) { return plot_top + plot_height - (y - y_min) / (y_max - y_min) * plot_height; };
-    for (int tick = 0; tick <= 4; ++tick) {
-        double y = y_min + (y_max - y_min) * tick / 4.0, x = x_min + (x_max - x_min) * tick / 4.0;
+    for (double y : y_ticks.values) {
         svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#eee\"/>\n", plot_left,
                            py(y), plot_left + plot_width, py(y));
-        svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"end\">{}</text>\n",
-                           plot_left - 4, py(y) + 3, tick_label(y));
-        svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"middle\">{}</text>\n", px(x),
-                           plot_top + plot_height + 14, tick_label(x));
+        svg += fmt::format("<text class=\"y-tick\" x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"end\">{}</text>\n",
+                           plot_left - 4, py(y) + 3, y_ticks.label(y));
     }
+    for (double x : x_ticks.values)
+        svg += fmt::format("<text class=\"x-tick\" x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"middle\">{}</text>\n",
+                           px(x), plot_top + plot_height + 14, x_ticks.label(x));
     svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"middle\">step</text>\n",
                        plot_left + plot_width / 2, plot_top + plot_height + 30);
     std::string points;
@@ -87,6 +79,25 @@ std::string xml_escape(const std::string& text) {
         }
     }
     return escaped;
+}
+
+double estimated_text_width(const std::string& text, double font_size) {
+    double ems = 0;
+    for (size_t i = 0; i < text.size();) {
+        unsigned char lead = static_cast<unsigned char>(text[i]);
+        size_t length = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+        char32_t point = lead < 0x80 ? lead : lead < 0xE0 ? lead & 0x1F : lead < 0xF0 ? lead & 0x0F : lead & 0x07;
+        for (size_t j = 1; j < length && i + j < text.size(); ++j)
+            point = (point << 6) | (static_cast<unsigned char>(text[i + j]) & 0x3F);
+        i += length;
+        // Hangul, CJK and full-width forms take a whole em; Latin text in a sans-serif font
+        // averages about half an em, so 0.62 errs on the wide side for capitals and digits.
+        bool wide = (point >= 0x1100 && point <= 0x115F) || (point >= 0x2E80 && point <= 0xA4CF) ||
+                    (point >= 0xAC00 && point <= 0xD7A3) || (point >= 0xF900 && point <= 0xFAFF) ||
+                    (point >= 0xFF00 && point <= 0xFF60);
+        ems += wide ? 1.0 : 0.62;
+    }
+    return ems * font_size;
 }
 
 std::vector<CurveSeries> read_training_curves(const std::string& log_path) {
@@ -130,47 +141,98 @@ std::string training_curves_svg(const std::vector<CurveSeries>& series, const st
 }
 
 std::string metric_bars_svg(const MetricTable& table) {
-    const double group_width = 40.0 + 18.0 * static_cast<double>(table.rows.size());
+    const double bar_width = 16, bar_pitch = 18;
+    const double group_width = 40.0 + bar_pitch * static_cast<double>(table.rows.size());
     const double plot_left = 50, plot_top = 50, plot_height = 260;
     double plot_width = group_width * static_cast<double>(std::max<size_t>(1, table.columns.size()));
-    double legend_width = 260;
-    double width = plot_left + plot_width + legend_width, height = plot_top + plot_height + 50;
+
+    // The value axis: round ticks from 0 up past the highest bar or interval end.
+    double top = 0;
+    for (const MetricRow& row : table.rows)
+        for (const std::string& column : table.columns) {
+            auto found = row.metrics.find(column);
+            if (found != row.metrics.end() && std::isfinite(found->second)) top = std::max(top, found->second);
+            auto interval = row.intervals.find(column);
+            if (interval != row.intervals.end() && std::isfinite(interval->second.high))
+                top = std::max(top, interval->second.high);
+        }
+    AxisTicks ticks = round_ticks(0, top > 0 ? top : 1, 5);
+    const double axis_top = ticks.last();
+    auto py = [&](double value) {
+        return plot_top + plot_height - std::clamp(value, 0.0, axis_top) / axis_top * plot_height;
+    };
+
+    // The legend's box, from the number of rows and the widest label: right of the plot.
+    const double legend_font = 12, legend_pitch = 20, legend_padding = 8, swatch = 12, swatch_gap = 6;
+    double widest_label = 0;
+    for (const MetricRow& row : table.rows)
+        widest_label = std::max(widest_label, estimated_text_width(row.name, legend_font));
+    const double legend_left = plot_left + plot_width + 20, legend_top = plot_top;
+    const double legend_width = 2 * legend_padding + swatch + swatch_gap + widest_label;
+    const double legend_height =
+        table.rows.empty() ? 0 : 2 * legend_padding + legend_pitch * static_cast<double>(table.rows.size() - 1) + swatch;
+
+    // The picture holds the plot, its labels, the legend and the title.
+    const double title_font = 16;
+    double width = std::max(legend_left + legend_width + 10, estimated_text_width(table.title, title_font) + 20);
+    double height = std::max(plot_top + plot_height + 50, legend_top + legend_height + 10);
     std::string svg = fmt::format(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" font-family=\"sans-serif\">\n"
         "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-        "<text x=\"{:.1f}\" y=\"24\" font-size=\"16\" text-anchor=\"middle\">{}</text>\n",
-        width, height, (plot_left + plot_width) / 2, xml_escape(table.title));
-    auto py = [&](double value) { return plot_top + plot_height - std::clamp(value, 0.0, 1.0) * plot_height; };
-    for (int tick = 0; tick <= 5; ++tick) {
-        double value = tick / 5.0;
+        "<text x=\"{:.1f}\" y=\"24\" font-size=\"{:.0f}\" text-anchor=\"middle\">{}</text>\n",
+        std::ceil(width), std::ceil(height), width / 2, title_font, xml_escape(table.title));
+    for (double value : ticks.values) {
         svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#eee\"/>\n", plot_left,
                            py(value), plot_left + plot_width, py(value));
-        svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"end\">{:.1f}</text>\n",
-                           plot_left - 4, py(value) + 3, value);
+        svg += fmt::format("<text class=\"y-tick\" x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"end\">{}</text>\n",
+                           plot_left - 4, py(value) + 3, ticks.label(value));
     }
     for (size_t c = 0; c < table.columns.size(); ++c) {
         double group_left = plot_left + group_width * static_cast<double>(c) + 20;
         for (size_t r = 0; r < table.rows.size(); ++r) {
-            auto found = table.rows[r].metrics.find(table.columns[c]);
-            if (found == table.rows[r].metrics.end()) continue;
-            double x = group_left + 18.0 * static_cast<double>(r), y = py(found->second);
-            svg += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"16\" height=\"{:.1f}\" fill=\"{}\">"
-                               "<title>{}: {:.3f}</title></rect>\n",
-                               x, y, plot_top + plot_height - y, colour(r), xml_escape(table.rows[r].name), found->second);
+            const MetricRow& row = table.rows[r];
+            auto found = row.metrics.find(table.columns[c]);
+            if (found == row.metrics.end()) continue;
+            auto interval = row.intervals.find(table.columns[c]);
+            const eval::ConfidenceInterval* bounds = interval == row.intervals.end() ? nullptr : &interval->second;
+            double x = group_left + bar_pitch * static_cast<double>(r), y = py(found->second);
+            svg += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.0f}\" height=\"{:.1f}\" fill=\"{}\">"
+                               "<title>{}: {}</title></rect>\n",
+                               x, y, bar_width, plot_top + plot_height - y, colour(r), xml_escape(row.name),
+                               format_metric_cell(found->second, bounds));
+            double label_y = y;
+            if (bounds) {
+                // The error bar: a vertical line from low to high with a short cap at each end.
+                double centre = x + bar_width / 2, low = py(bounds->low), high = py(bounds->high);
+                svg += fmt::format("<path class=\"error-bar\" d=\"M{0:.1f},{1:.1f}V{2:.1f}"
+                                   "M{3:.1f},{1:.1f}h6M{3:.1f},{2:.1f}h6\" stroke=\"#222\" stroke-width=\"1\" "
+                                   "fill=\"none\"/>\n",
+                                   centre, low, high, centre - 3);
+                label_y = std::min(y, high);
+            }
             svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"8\" text-anchor=\"middle\">{:.2f}</text>\n",
-                               x + 8, y - 3, found->second);
+                               x + bar_width / 2, label_y - 3, found->second);
         }
         svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"12\" text-anchor=\"middle\">{}</text>\n",
-                           group_left + 9.0 * static_cast<double>(table.rows.size()), plot_top + plot_height + 18,
-                           xml_escape(table.columns[c]));
+                           group_left + bar_pitch / 2 * static_cast<double>(table.rows.size()),
+                           plot_top + plot_height + 18, xml_escape(table.columns[c]));
     }
+    if (!table.rows.empty())
+        svg += fmt::format("<rect class=\"legend\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" "
+                           "fill=\"white\" stroke=\"#ccc\"/>\n",
+                           legend_left, legend_top, legend_width, legend_height);
     for (size_t r = 0; r < table.rows.size(); ++r) {
-        double y = plot_top + 20.0 * static_cast<double>(r);
-        svg += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"12\" height=\"12\" fill=\"{}\"/>\n",
-                           plot_left + plot_width + 20, y, colour(r));
-        svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"12\">{}</text>\n", plot_left + plot_width + 38,
-                           y + 10, xml_escape(table.rows[r].name));
+        double y = legend_top + legend_padding + legend_pitch * static_cast<double>(r);
+        svg += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.0f}\" height=\"{:.0f}\" fill=\"{}\"/>\n",
+                           legend_left + legend_padding, y, swatch, swatch, colour(r));
+        svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"{:.0f}\">{}</text>\n",
+                           legend_left + legend_padding + swatch + swatch_gap, y + 10, legend_font,
+                           xml_escape(table.rows[r].name));
     }
+    if (std::any_of(table.rows.begin(), table.rows.end(), [](const MetricRow& row) { return !row.intervals.empty(); }))
+        svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\" fill=\"#555\">error bars: {:g}% "
+                           "bootstrap interval over queries</text>\n",
+                           plot_left, plot_top + plot_height + 38, 100 * table.bootstrap.confidence);
     return svg + "</svg>\n";
 }
 

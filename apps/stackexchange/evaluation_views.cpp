@@ -145,8 +145,8 @@ const std::vector<std::string>& view_columns() {
 }
 
 retrieval::MetricRow score_view(const std::string& name, const retrieval::RankedLists& rankings,
-                                const EvaluationViews& views) {
-    return retrieval::score_rankings(name, rankings, views.relevant, view_columns());
+                                const EvaluationViews& views, const eval::BootstrapOptions& bootstrap) {
+    return retrieval::score_rankings(name, rankings, views.relevant, view_columns(), bootstrap);
 }
 
 }  // namespace nce::apps::stackexchange

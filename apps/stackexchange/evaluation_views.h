@@ -67,8 +67,9 @@ retrieval::RankedLists rank_in_view(const ScoreMatrix& scores, const EvaluationV
 // The view's columns: "mrr@10", "accuracy@1", "ndcg@10".
 const std::vector<std::string>& view_columns();
 
-// One table row: `rankings` (made by rank_in_view or a fusion of two such) scored by view_columns().
+// One table row: `rankings` (made by rank_in_view or a fusion of two such) scored by
+// view_columns(), each cell with its interval from a bootstrap over the test questions.
 retrieval::MetricRow score_view(const std::string& name, const retrieval::RankedLists& rankings,
-                                const EvaluationViews& views);
+                                const EvaluationViews& views, const eval::BootstrapOptions& bootstrap = {});
 
 }  // namespace nce::apps::stackexchange
