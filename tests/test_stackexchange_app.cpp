@@ -1,11 +1,13 @@
 // `nce stackexchange`'s own parts: the generated site, the filter of unanswered questions,
-// the app's settings and the three evaluation views of `compare`.
+// the app's settings, the three evaluation views of `compare` and its marks of the losses
+// that differ significantly from the best.
 #include <filesystem>
 #include <fstream>
 #include <set>
 
 #include "apps/stackexchange/evaluation_views.h"
 #include "apps/stackexchange/generated_site.h"
+#include "apps/stackexchange/loss_significance.h"
 #include "apps/stackexchange/posts_dataset.h"
 #include "data/stackexchange_reader.h"
 #include "tests/test_helpers.h"
@@ -175,6 +177,71 @@ TEST_CASE("evaluation views: in-batch blocks, BM25's strangers as hard negatives
     CHECK(in_batch.metrics.at("accuracy@1") == doctest::Approx(0.75));  // q0 p0, q1 p2, q3 p4 first; q2 p4
 
     CHECK_ERROR_MENTIONS(make_evaluation_views(dataset, lexical, {0, 1}), "in_batch_questions");
+}
+
+// A row as retrieval::score_rankings makes it, from per-query values of mrr@10 alone.
+retrieval::MetricRow row_of(const std::string& name, const std::vector<double>& per_query) {
+    double sum = 0;
+    for (double value : per_query) sum += value;
+    return {name, {{"mrr@10", sum / static_cast<double>(per_query.size())}}, {}, {{"mrr@10", per_query}}};
+}
+
+TEST_CASE("loss significance: the best loss, a clearly worse loss marked, an identical one not") {
+    // 120 questions. "strong" finds the answer first for 100, "weak" for 40 of the same, "twin"
+    // has exactly strong's values, BM25 is not a loss and stays unmarked.
+    std::vector<double> strong(120, 0.0), weak(120, 0.0);
+    for (size_t q = 0; q < 100; ++q) strong[q] = 1.0;
+    for (size_t q = 0; q < 40; ++q) weak[q] = 1.0;
+    retrieval::MetricTable table{"view", {"mrr@10"}, {row_of("BM25 (whitespace)", weak), row_of("weak", weak),
+                                                      row_of("strong", strong), row_of("twin", strong)}};
+    eval::BootstrapOptions bootstrap{1000, 5, 0.95};
+    SignificanceAgainstBest result =
+        mark_losses_against_best(table, {"weak", "strong", "twin"}, "mrr@10", 0.05, bootstrap);
+    CHECK(result.best == "strong");  // strong and twin tie: the first listed
+    REQUIRE(result.others.size() == 2);
+    CHECK(result.others[0].loss == "weak");
+    CHECK(result.others[0].test.difference == doctest::Approx(-0.5));
+    CHECK(result.others[0].test.significant());
+    CHECK(result.others[1].loss == "twin");
+    CHECK(result.others[1].test.p_value == 1.0);
+    CHECK(table.mark_column == "vs best mrr@10");
+    CHECK(table.row("strong").mark == "best");
+    CHECK(table.row("weak").mark == "p<0.001 *");
+    CHECK(table.row("twin").mark == "p=1.000");
+    CHECK(table.row("BM25 (whitespace)").mark.empty());
+
+    std::string text = retrieval::format_metric_table(table);
+    CHECK(text.find("vs best mrr@10") != std::string::npos);
+    CHECK(text.find("p<0.001 *") != std::string::npos);
+    nlohmann::json json = significance_to_json(result);
+    CHECK(json["best"] == "strong");
+    CHECK(json["losses"]["weak"]["p_value"].get<double>() == result.others[0].test.p_value);
+    CHECK(json["losses"]["weak"]["significant"] == true);
+    CHECK(json["losses"]["twin"]["significant"] == false);
+    CHECK(retrieval::metric_table_to_json(table)["rows"][1]["mark"] == "p<0.001 *");
+    std::string note = significance_note("mrr@10", 0.05, bootstrap);
+    CHECK(note.find("* = the difference is significant at 5%") != std::string::npos);
+    CHECK(note.find("1000 resamples") != std::string::npos);
+
+    CHECK(significance_mark({0.01, -0.02, 0.04, 0.4123}, 0.05, 1000) == "p=0.412");
+    CHECK(significance_mark({0.1, 0.02, 0.2, 0.004}, 0.05, 1000) == "p=0.004 *");
+    CHECK_ERROR_MENTIONS(mark_losses_against_best(table, {"strong", "missing"}, "mrr@10", 0.05, bootstrap),
+                         "no row named 'missing'");
+    CHECK_ERROR_MENTIONS(mark_losses_against_best(table, {"strong"}, "ndcg@10", 0.05, bootstrap),
+                         "no per-query values of ndcg@10");
+}
+
+TEST_CASE("score_view: every cell carries its interval and per-query values") {
+    data::RetrievalDataset dataset = four_questions();
+    ScoreMatrix lexical = {{0, 0, 1, 2, 3}, {0, 0, 1, 2, 3}, {5, 0, 5, 0, 0}, {1, 1, 1, 1, 0}};
+    EvaluationViews views = make_evaluation_views(dataset, lexical, {2, 1});
+    retrieval::MetricRow row = score_view("bm25", rank_in_view(lexical, views, View::Overall), views, {1000, 1, 0.95});
+    for (const std::string& column : view_columns()) {
+        REQUIRE(row.intervals.count(column) == 1);
+        CHECK(row.intervals.at(column).low <= row.metrics.at(column));
+        CHECK(row.intervals.at(column).high >= row.metrics.at(column));
+        CHECK(row.per_query.at(column).size() == 4);
+    }
 }
 
 }  // namespace

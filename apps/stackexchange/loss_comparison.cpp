@@ -11,6 +11,7 @@
 #include "apps/retrieval/text_model.h"
 #include "apps/retrieval/training.h"
 #include "apps/stackexchange/evaluation_views.h"
+#include "apps/stackexchange/loss_significance.h"
 #include "apps/stackexchange/posts_dataset.h"
 #include "eval/metrics.h"
 
@@ -55,8 +56,13 @@ SplitEmbeddings embed_split(nn::EmbeddingModel& model, const data::Tokenizer& to
 void add_rows(std::vector<retrieval::MetricTable>& tables, const std::string& name, const ScoreMatrix& scores,
               const EvaluationViews& views) {
     for (size_t v = 0; v < all_views().size(); ++v)
-        tables[v].rows.push_back(score_view(name, rank_in_view(scores, views, all_views()[v]), views));
+        tables[v].rows.push_back(
+            score_view(name, rank_in_view(scores, views, all_views()[v]), views, tables[v].bootstrap));
 }
+
+// The metric each view's losses are tested on against the best, and the level.
+const char* const kTestedMetric = "mrr@10";
+constexpr double kSignificanceLevel = 0.05;
 
 }  // namespace
 
@@ -87,11 +93,16 @@ ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const 
                                  retrieval::LexicalTokens::Whitespace, bm25, config.candidate_depth);
     eval::RelevantSets validation_relevant = retrieval::relevant_sets(splits.validation);
     std::vector<retrieval::MetricTable> tables;
+    // Every row of every view resamples the same test questions (the run's seed), so the
+    // paired tests below compare two losses on identical replicates.
+    const eval::BootstrapOptions bootstrap{1000, config.seed, 0.95};
     for (View view : all_views())
         tables.push_back({fmt::format("stackexchange loss comparison, {} view ({} test questions)", view_name(view),
                                       splits.test.queries.size()),
                           view_columns(),
-                          {}});
+                          {},
+                          "",
+                          bootstrap});
 
     // 3. The untrained model and BM25.
     retrieval::TruncationCount test_queries, test_passages;
@@ -155,13 +166,20 @@ ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const 
         View view = all_views()[v];
         retrieval::RankedLists fused = retrieval::fuse_rankings(
             rank_in_view(lexical, views, view), rank_in_view(best_test_scores, views, view), fusion.dense_weight);
-        tables[v].rows.push_back(score_view(hybrid_name, fused, views));
+        tables[v].rows.push_back(score_view(hybrid_name, fused, views, bootstrap));
     }
 
-    // 6. Show and write.
-    ComparisonOutcome outcome{tables, best_loss, seconds_since(start)};
+    // 6. In each view, every loss against the best loss there (paired bootstrap, loss_significance.h).
+    std::vector<SignificanceAgainstBest> significance;
+    for (retrieval::MetricTable& table : tables)
+        significance.push_back(
+            mark_losses_against_best(table, settings.losses, kTestedMetric, kSignificanceLevel, bootstrap));
+
+    // 7. Show and write.
+    ComparisonOutcome outcome{tables, significance, best_loss, seconds_since(start)};
     fmt::print("\n");
     for (const retrieval::MetricTable& table : tables) fmt::print("{}\n", retrieval::format_metric_table(table));
+    fmt::print("{}", significance_note(kTestedMetric, kSignificanceLevel, bootstrap));
     fmt::print("hybrid: dense weight {:.2f} (chosen on validation, MRR@10 {:.3f}); {} of {} test questions and {} of "
                "{} answers were truncated to {} / {} tokens\n",
                fusion.dense_weight, fusion.validation_mrr, test_queries.truncated, test_queries.texts,
@@ -185,7 +203,8 @@ ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const 
         {"seconds", outcome.seconds},
     };
     for (size_t v = 0; v < all_views().size(); ++v) {
-        results["views"][view_name(all_views()[v])] = retrieval::metric_table_to_json(tables[v]);
+        results["views"][view_name(all_views()[v])] = retrieval::metric_table_to_json(
+            tables[v], {{"paired_test", significance_to_json(significance[v])}});
         retrieval::write_metric_bars_svg(
             tables[v], (fs::path(compare_dir) / fmt::format("compare_{}.svg", view_name(all_views()[v]))).string());
     }

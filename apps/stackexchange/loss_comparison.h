@@ -8,8 +8,14 @@
 //      apps/retrieval/training.h (the loss's batch strategy, config.max_steps steps) -> its row
 //   -> hybrid row: BM25 fused with the loss whose model has the best validation MRR@10, the
 //      fusion weight chosen on the validation split (apps/retrieval/rankings.h)
+//   -> in each view, every loss against that view's best loss on test MRR@10, a paired
+//      bootstrap over the test questions (apps/stackexchange/loss_significance.h): the table's
+//      "vs best mrr@10" column says "best", or the p-value with a `*` when significant at 5%
 //
-// Written under <output>/compare/: compare.json (the three tables and the facts of the run),
+// Every cell carries its 95% interval (a bootstrap over the test questions, the run's seed).
+//
+// Written under <output>/compare/: compare.json (the three tables with their intervals and
+// each view's "paired_test", and the facts of the run),
 // compare_<view>.svg (each table as grouped bars), training_loss.svg (every loss's training
 // curve), tokenizer.model, config.json, and <loss>/ with that model's checkpoint and log.
 #pragma once
@@ -19,11 +25,13 @@
 #include "apps/retrieval/metric_table.h"
 #include "apps/retrieval/retrieval_app.h"
 #include "apps/retrieval/run_config.h"
+#include "apps/stackexchange/loss_significance.h"
 
 namespace nce::apps::stackexchange {
 
 struct ComparisonOutcome {
     std::vector<retrieval::MetricTable> tables;  // one per view, in all_views() order
+    std::vector<SignificanceAgainstBest> significance;  // per view: each loss against the view's best
     std::string best_loss;                       // by validation MRR@10
     double seconds = 0;
 };

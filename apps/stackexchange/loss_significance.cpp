@@ -1,0 +1,95 @@
+// Each loss of a comparison view against the best one: the paired bootstrap and the marks.
+#include "apps/stackexchange/loss_significance.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "engine/error.h"
+
+namespace nce::apps::stackexchange {
+namespace {
+
+// The per-query values of `metric` in the row of `loss`, checked to be there.
+const std::vector<double>& per_query_values(const retrieval::MetricTable& table, const std::string& loss,
+                                            const std::string& metric) {
+    const retrieval::MetricRow& row = table.row(loss);
+    auto found = row.per_query.find(metric);
+    NCE_CHECK(found != row.per_query.end() && !found->second.empty(),
+              "loss significance: the row '{}' of '{}' has no per-query values of {}; score it with "
+              "retrieval::score_rankings", loss, table.title, metric);
+    return found->second;
+}
+
+}  // namespace
+
+std::string significance_mark(const eval::PairedBootstrapTest& test, double alpha, int64_t resamples) {
+    const char* star = test.significant(alpha) ? " *" : "";
+    // p = 0: no replicate flipped the sign; all one can say is p < 1/resamples.
+    if (test.p_value == 0) return fmt::format("p<{:g}{}", 1.0 / static_cast<double>(resamples), star);
+    return fmt::format("p={:.3f}{}", test.p_value, star);
+}
+
+SignificanceAgainstBest mark_losses_against_best(retrieval::MetricTable& table, const std::vector<std::string>& losses,
+                                                 const std::string& metric, double alpha,
+                                                 const eval::BootstrapOptions& bootstrap) {
+    NCE_CHECK(!losses.empty(), "loss significance: no losses to compare in '{}'", table.title);
+    SignificanceAgainstBest significance;
+    significance.metric = metric;
+    significance.alpha = alpha;
+    significance.bootstrap = bootstrap;
+    // The best: the highest value, the first listed on a tie (strictly greater replaces it).
+    double best_value = 0;
+    for (const std::string& loss : losses) {
+        per_query_values(table, loss, metric);
+        double value = table.row(loss).metrics.at(metric);
+        if (significance.best.empty() || value > best_value) {
+            significance.best = loss;
+            best_value = value;
+        }
+    }
+    const std::vector<double>& best_values = per_query_values(table, significance.best, metric);
+    table.mark_column = fmt::format("vs best {}", metric);
+    for (retrieval::MetricRow& row : table.rows) {
+        bool is_loss = std::find(losses.begin(), losses.end(), row.name) != losses.end();
+        if (!is_loss) continue;
+        if (row.name == significance.best) {
+            row.mark = "best";
+            continue;
+        }
+        eval::PairedBootstrapTest test =
+            eval::paired_bootstrap_test(per_query_values(table, row.name, metric), best_values, bootstrap);
+        row.mark = significance_mark(test, alpha, bootstrap.resamples);
+        significance.others.push_back({row.name, test});
+    }
+    return significance;
+}
+
+nlohmann::json significance_to_json(const SignificanceAgainstBest& significance) {
+    nlohmann::json losses = nlohmann::json::object();
+    for (const LossAgainstBest& other : significance.others)
+        losses[other.loss] = {{"difference", other.test.difference},
+                              {"low", other.test.low},
+                              {"high", other.test.high},
+                              {"p_value", other.test.p_value},
+                              {"significant", other.test.significant(significance.alpha)}};
+    return {{"metric", significance.metric},
+            {"best", significance.best},
+            {"alpha", significance.alpha},
+            {"method", "paired bootstrap over test questions, the same resampled questions for both losses; "
+                       "p two-sided = min(1, 2 * share of replicates where (loss - best) does not keep its sign); "
+                       "difference = loss - best; no correction for testing several losses"},
+            {"resamples", significance.bootstrap.resamples},
+            {"seed", significance.bootstrap.seed},
+            {"losses", losses}};
+}
+
+std::string significance_note(const std::string& metric, double alpha, const eval::BootstrapOptions& bootstrap) {
+    return fmt::format(
+        "vs best {0}: each loss against the loss with the highest {0} in that view, paired bootstrap over the test "
+        "questions ({1} resamples, seed {2}), two-sided p; * = the difference is significant at {3:g}% (p < {4:g}), "
+        "each loss tested on its own (no correction for testing several)\n",
+        metric, bootstrap.resamples, bootstrap.seed, 100 * alpha, alpha);
+}
+
+}  // namespace nce::apps::stackexchange
