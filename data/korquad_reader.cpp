@@ -35,8 +35,10 @@ struct Problem {
 };
 
 // Checks one answer of a question against its paragraph: answer_start is an index in code
-// points, so it becomes a byte offset before the text is compared.
-std::optional<Problem> check_answer(const json& answer, const std::string& context, const std::string& where) {
+// points, so it becomes a byte offset (through `offsets`, built once per paragraph: a paragraph
+// may have thousands of answers) before the text is compared.
+std::optional<Problem> check_answer(const json& answer, const std::string& context, const CodePointOffsets& offsets,
+                                    const std::string& where) {
     const std::string* text = string_field(answer, "text");
     bool has_start =
         answer.is_object() && answer.contains("answer_start") && answer["answer_start"].is_number_integer();
@@ -44,7 +46,7 @@ std::optional<Problem> check_answer(const json& answer, const std::string& conte
         return Problem{"answer without text or answer_start",
                        fmt::format("{}: an answer has no \"text\" string or no integer \"answer_start\"", where)};
     int64_t answer_start = answer["answer_start"].get<int64_t>();
-    size_t byte_offset = byte_offset_of_code_point(context, answer_start);
+    size_t byte_offset = offsets.byte_offset(answer_start);
     if (byte_offset != std::string::npos && context.compare(byte_offset, text->size(), *text) == 0) return std::nullopt;
     std::string found;
     if (answer_start < 0) found = "a start cannot be negative";
@@ -57,7 +59,8 @@ std::optional<Problem> check_answer(const json& answer, const std::string& conte
 }
 
 // Checks everything a question needs to become a query with its paragraph as the passage.
-std::optional<Problem> check_question(const json& qa, const std::string& context, const std::string& where) {
+std::optional<Problem> check_question(const json& qa, const std::string& context, const CodePointOffsets& offsets,
+                                      const std::string& where) {
     if (!string_field(qa, "id") || !string_field(qa, "question") || !has_array(qa, "answers"))
         return Problem{
             "question without id, question or answers",
@@ -67,7 +70,7 @@ std::optional<Problem> check_question(const json& qa, const std::string& context
     if (qa["answers"].empty())
         return Problem{"question without an answer", fmt::format("{}: the \"answers\" array is empty", where)};
     for (const json& answer : qa["answers"])
-        if (auto problem = check_answer(answer, context, where)) return problem;
+        if (auto problem = check_answer(answer, context, offsets, where)) return problem;
     return std::nullopt;
 }
 
@@ -115,13 +118,14 @@ RetrievalDataset read_korquad(const std::string& path, Leniency leniency) {
             int64_t passage_index = known->second;
 
             const json& qas = paragraph["qas"];
+            CodePointOffsets offsets(*context);
             for (size_t qa_index = 0; qa_index < qas.size(); ++qa_index) {
                 const json& qa = qas[qa_index];
                 const std::string* id = string_field(qa, "id");
                 std::string where =
                     id ? fmt::format("{}: qa {}", path, *id)
                        : fmt::format("{}: article \"{}\" paragraph {} qa {}", path, *title, paragraph_index, qa_index);
-                if (auto problem = check_question(qa, *context, where)) {
+                if (auto problem = check_question(qa, *context, offsets, where)) {
                     skip_or_fail(report, leniency, problem->reason, problem->message);
                     continue;
                 }

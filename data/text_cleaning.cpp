@@ -255,6 +255,25 @@ size_t byte_offset_of_code_point(std::string_view text, int64_t code_point_index
     return code_points_seen == code_point_index ? text.size() : std::string_view::npos;
 }
 
+CodePointOffsets::CodePointOffsets(std::string_view text) : text_(text) {
+    for (size_t position = 0; position < text.size(); ++position) {
+        if (is_continuation_byte(static_cast<unsigned char>(text[position]))) continue;
+        if (code_points_ % kStride == 0) checkpoints_.push_back(position);
+        ++code_points_;
+    }
+}
+
+size_t CodePointOffsets::byte_offset(int64_t code_point_index) const {
+    if (code_point_index < 0 || code_point_index > code_points_) return std::string_view::npos;
+    if (code_point_index == code_points_) return text_.size();
+    size_t position = checkpoints_[static_cast<size_t>(code_point_index / kStride)];
+    for (int64_t step = 0; step < code_point_index % kStride; ++step) {  // to the start of the next code point
+        ++position;
+        while (position < text_.size() && is_continuation_byte(static_cast<unsigned char>(text_[position]))) ++position;
+    }
+    return position;
+}
+
 std::string truncate_utf8(std::string_view text, size_t max_code_points) {
     size_t cut = byte_offset_of_code_point(text, static_cast<int64_t>(max_code_points));
     if (cut == std::string_view::npos || cut == text.size()) return std::string(text);

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace nce::data {
 
@@ -29,6 +30,23 @@ void append_utf8(std::string& out, uint32_t code_point);
 // (text.size() for the index just past the end), or npos when the text is shorter than that.
 // SQuAD-style `answer_start` counts code points; std::string indexes bytes.
 size_t byte_offset_of_code_point(std::string_view text, int64_t code_point_index);
+
+// byte_offset_of_code_point for many look-ups in one text (every answer of a KorQuAD
+// paragraph): counting from the start each time would scan the text once per look-up. Keeps
+// the byte offset of every 64th code point and counts at most 63 more from there. Views
+// `text`: keep it alive while this is used.
+class CodePointOffsets {
+public:
+    explicit CodePointOffsets(std::string_view text);
+    // The same as byte_offset_of_code_point(text, code_point_index).
+    size_t byte_offset(int64_t code_point_index) const;
+
+private:
+    static constexpr int64_t kStride = 64;
+    std::string_view text_;
+    std::vector<size_t> checkpoints_;  // checkpoints_[k]: where code point k * kStride starts
+    int64_t code_points_ = 0;
+};
 
 // The longest prefix of valid UTF-8 `text` with at most `max_code_points` code points, with
 // "..." appended when something was cut. Never splits a multi-byte character.
