@@ -132,7 +132,7 @@ TEST_CASE("metric table: each cell prints its interval, the columns stay aligned
     std::string expected_cell = fmt::format("0.750 [{:.3f}, {:.3f}]", recall.low, recall.high);
     CHECK(text.find("trained model  " + expected_cell) != std::string::npos);
     CHECK(text.find("1.000 [1.000, 1.000]") != std::string::npos);
-    CHECK(text.find("95% confidence interval, percentile bootstrap over the queries (1000 resamples, seed 7)") !=
+    CHECK(text.find("its 95% confidence interval (percentile bootstrap over the queries, 1000 resamples, seed 7)") !=
           std::string::npos);
     // Header and rows are equally long, and every column header ends where its cells end.
     std::vector<std::string> lines;

@@ -119,8 +119,8 @@ std::string format_metric_table(const MetricTable& table) {
     bool with_intervals = std::any_of(table.rows.begin(), table.rows.end(),
                                       [](const MetricRow& row) { return !row.intervals.empty(); });
     if (with_intervals)
-        text += fmt::format("[low, high]: {:g}% confidence interval, percentile bootstrap over the queries ({} "
-                            "resamples, seed {})\n",
+        text += fmt::format("value [low, high]: the mean over the queries and its {:g}% confidence interval "
+                            "(percentile bootstrap over the queries, {} resamples, seed {})\n",
                             100 * table.bootstrap.confidence, table.bootstrap.resamples, table.bootstrap.seed);
     return text;
 }

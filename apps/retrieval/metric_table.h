@@ -8,8 +8,9 @@
 // bootstrap over queries (eval/bootstrap.h: 1,000 resamples from the table's seed, the same
 // resampled queries for every row and column):
 //
-//   ranker              recall@1              mrr@10
-//   BM25 (whitespace)   0.590 [0.561, 0.619]  0.652 [0.627, 0.677]
+//   ranker                         recall@1                mrr@10
+//   trained model      0.579 [0.547, 0.611]  0.709 [0.684, 0.731]
+//   value [low, high]: the mean over the queries and its 95% confidence interval (...)
 //
 // A table may have a mark column (its header `mark_column`), a short note per row after the
 // metrics; `nce stackexchange compare` marks there the losses that differ from the best one.

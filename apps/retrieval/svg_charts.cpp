@@ -17,7 +17,9 @@ namespace {
 
 // Colours for series and bars, in order (cycled).
 const char* colour(size_t index) {
-    static const char* palette[] = {"#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3"};
+    // Ten, so a comparison's ten rows (untrained, BM25, seven losses, hybrid) get ten colours.
+    static const char* palette[] = {"#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3",
+                                    "#937860", "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd"};
     return palette[index % (sizeof(palette) / sizeof(palette[0]))];
 }
 
@@ -141,7 +143,8 @@ std::string training_curves_svg(const std::vector<CurveSeries>& series, const st
 }
 
 std::string metric_bars_svg(const MetricTable& table) {
-    const double bar_width = 16, bar_pitch = 18;
+    // A bar's value label ("0.36" at 8 px) is about 20 px wide: the pitch keeps neighbours apart.
+    const double bar_width = 18, bar_pitch = 22;
     const double group_width = 40.0 + bar_pitch * static_cast<double>(table.rows.size());
     const double plot_left = 50, plot_top = 50, plot_height = 260;
     double plot_width = group_width * static_cast<double>(std::max<size_t>(1, table.columns.size()));
