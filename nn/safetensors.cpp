@@ -2,11 +2,13 @@
 #include "nn/safetensors.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -222,6 +224,31 @@ std::string header_text(const std::map<std::string, Tensor>& tensors,
     return text;
 }
 
+// A writer killed between creating its temporary and the rename leaves `<path>.tmp-<pid>`
+// behind, as big as the file, and no later writer has that pid to overwrite it: a job
+// preempted again and again would pile them up. So each write removes the temporaries of its
+// own path whose process no longer exists. One of a live process is kept (another writer of
+// the same path on this machine: its rename is still to come), and so is one whose pid a new
+// process has taken, until that process ends. Best effort: a write never fails over this.
+void remove_stale_temporaries(const std::string& path) {
+    std::filesystem::path target(path);
+    std::filesystem::path folder = target.parent_path().empty() ? "." : target.parent_path();
+    std::string prefix = target.filename().string() + ".tmp-";
+    std::error_code error;
+    for (std::filesystem::directory_iterator entry(folder, error), end; !error && entry != end; entry.increment(error)) {
+        std::string name = entry->path().filename().string();
+        if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+        const char* digits = name.data() + prefix.size();
+        const char* digits_end = name.data() + name.size();
+        pid_t pid = 0;
+        auto [parsed_end, parse_error] = std::from_chars(digits, digits_end, pid);
+        if (parse_error != std::errc() || parsed_end != digits_end || pid <= 0 || pid == ::getpid()) continue;
+        if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive, or another user's (EPERM)
+        std::error_code ignored;
+        std::filesystem::remove(entry->path(), ignored);
+    }
+}
+
 // Makes a finished rename survive a crash: the directory entry is flushed too.
 void sync_directory_of(const std::string& path) {
     std::filesystem::path folder = std::filesystem::path(path).parent_path();
@@ -299,6 +326,7 @@ void write_safetensors(const std::string& path, const std::map<std::string, Tens
     uint64_t header_length = header.size();
 
     // Write beside the target, flush to disk, then rename.
+    remove_stale_temporaries(path);
     std::string temporary = fmt::format("{}.tmp-{}", path, ::getpid());
     std::FILE* file = std::fopen(temporary.c_str(), "wb");
     NCE_CHECK(file != nullptr, "write_safetensors: cannot write '{}': creating '{}' failed: {}", path, temporary,

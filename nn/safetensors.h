@@ -31,7 +31,9 @@ SafetensorsFile read_safetensors(const std::string& path);
 
 // Writes the tensors sorted by name, the header padded to a multiple of 8 bytes. The file
 // is written beside `path` under a temporary name, flushed to disk and renamed into place,
-// so readers see either the old file or the whole new one, never a part.
+// so readers see either the old file or the whole new one, never a part. A writer killed
+// before the rename leaves its temporary `<path>.tmp-<pid>`; the next write to `path`
+// removes those whose process no longer exists, and keeps those of live processes.
 void write_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 

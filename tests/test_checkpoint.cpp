@@ -2,6 +2,8 @@
 // by nce have the layout the format prescribes, malformed files give one line naming the
 // file and the tensor, writes are atomic, saved models give the same embeddings when
 // loaded, and PyTorch's models (tests/fixtures/torch_reference/) give PyTorch's embeddings.
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -279,6 +281,37 @@ TEST_CASE("safetensors: a write leaves only the finished file; a refused write l
     CHECK_ERROR_MENTIONS(nn::write_safetensors(folder.file("no/such/folder/x.safetensors"), first),
                          "no/such/folder/x.safetensors");
     CHECK(folder.entries() == std::vector<std::string>{"model.safetensors"});
+}
+
+// A pid that no process has: that of a child which has exited and been reaped.
+pid_t pid_of_a_finished_process() {
+    pid_t pid = -1;
+    char name[] = "true";
+    char* argv[] = {name, nullptr};
+    REQUIRE(posix_spawnp(&pid, "true", nullptr, nullptr, argv, environ) == 0);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    return pid;
+}
+
+TEST_CASE("safetensors: a write removes its path's temporaries of writers that died, and no other file") {
+    TemporaryDirectory folder;
+    std::string path = folder.file("model.safetensors");
+    std::string dead = std::to_string(pid_of_a_finished_process());
+    std::string alive = std::to_string(::getppid());  // whoever started this test waits for it
+    for (const std::string& name : {"model.safetensors.tmp-" + dead, "model.safetensors.tmp-" + alive,
+                                    "other.safetensors.tmp-" + dead, "model.safetensors.tmp-" + dead + ".bak",
+                                    "model.safetensors.tmp-x" + dead})
+        write_bytes(folder.file(name), "a part of a checkpoint");
+
+    nn::write_safetensors(path, {{"w", Tensor::from_vector({1, 2}, {2}, Dtype::Float32)}});
+    // Kept: a live writer's temporary (its rename is to come), another path's, and names that
+    // are no writer's temporary.
+    std::vector<std::string> expected = {"model.safetensors", "model.safetensors.tmp-" + alive,
+                                         "model.safetensors.tmp-" + dead + ".bak", "model.safetensors.tmp-x" + dead,
+                                         "other.safetensors.tmp-" + dead};
+    std::sort(expected.begin(), expected.end());
+    CHECK(folder.entries() == expected);
 }
 
 // ---- model configs and checkpoints ----

@@ -1,6 +1,8 @@
 // Training: GradCache against the plain step it replaces, and the trainer's promises
 // (resume is bit-identical, early stopping keeps the best checkpoint, a NaN loss stops the
-// run naming its step and leaves the last good checkpoint loadable, the log is JSON lines).
+// run naming its step and leaves the last good checkpoint loadable, the log is JSON lines,
+// a writer killed with SIGKILL mid-checkpoint leaves the last whole one, which resumes
+// bit-identically).
 //
 // GradCache is proved by equality, not by plausibility: with dropout on, in float64, every
 // parameter's gradient after one GradCache step equals the gradient of the plain step that
@@ -8,13 +10,25 @@
 // here, from the model's encode and the loss; see nn/grad_cache.h for why that is the step
 // with the same dropout masks), for infonce and infonce_symmetric, both model kinds, shared
 // and two towers. With dropout off it also equals encoding the whole batch in one call.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
+#include <optional>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -322,14 +336,16 @@ struct Run {
     std::unique_ptr<Trainer> trainer;
 };
 
-// A model initialised from `init_seed`, AdamW, warmup-then-linear schedule, clipping on.
-Run make_run(const TinyProblem& problem, uint64_t init_seed, TrainerOptions options) {
+// A model initialised from `init_seed`, AdamW, clipping on, and a schedule that warms up
+// for 2 steps (by default a linear decay that reaches 0 at step 10).
+Run make_run(const TinyProblem& problem, uint64_t init_seed, TrainerOptions options,
+             LearningRateSchedule schedule = LearningRateSchedule::linear(1e-2, 2, 10)) {
     Run run;
     Generator init(init_seed);
     run.model = make_model(problem.config, init, problem.dtype);
     run.optimizer = std::make_unique<AdamW>(run.model->parameters(), AdamWOptions{.learning_rate = 1e-2});
     options.steps_per_epoch = TinyProblem::kPairs / TinyProblem::kBatchRows;
-    options.schedule = LearningRateSchedule::linear(1e-2, 2, 10);
+    options.schedule = schedule;
     options.max_grad_norm = 0.5;
     options.show_progress = false;
     run.trainer = std::make_unique<Trainer>(*run.model, *run.optimizer, options);
@@ -608,4 +624,269 @@ TEST_CASE("trainer: a learnable temperature pushed below min_temperature is clam
     CHECK(after_step[0] == doctest::Approx(std::log(config.min_temperature)).epsilon(1e-15));  // clamped, not -100
     for (size_t k = 1; k < after_step.size(); ++k) CHECK(after_step[k] > after_step[k - 1]);    // and climbing
     CHECK(temperature(*model) == doctest::Approx(std::exp(after_step.back())));
+}
+
+// ---- kill -9 while checkpoints are written ----
+//
+// A real crash, not a simulated one. A writer process (this binary started again, running
+// only the writer test case) trains with a checkpoint after every step, so it spends most of
+// its time writing one, and is killed with SIGKILL: after seeded random delays, and after
+// polling until its temporary `<checkpoint>.tmp-<pid>` exists, which is the moment between
+// the first byte written and the rename. After each kill the checkpoint at the path must
+// load and hold exactly the uninterrupted run's state at its step (so no half-written file
+// took its place), and a resume from it in this process must stay bit-identical to that run.
+// The next writer resumes from it with the killed writer's temporary lying beside it, and
+// must remove that temporary (write_safetensors clears the stale temporaries of its path).
+// The last writer runs to the end, bit-identical to the run that was never interrupted.
+
+namespace {
+
+// Set in a writer's environment to the checkpoint path; the writer test case does nothing
+// without it.
+constexpr const char* kKillTestCheckpointVariable = "NCE_KILL_TEST_CHECKPOINT";
+constexpr const char* kKillTestWriterName = "trainer: the kill test's checkpoint writer (runs only when spawned by it)";
+constexpr int64_t kKillTestSteps = 400;
+constexpr uint64_t kKillTestInitSeed = 3;
+constexpr Dtype kKillTestDtype = Dtype::Float32;
+
+// The run the writers and the reference take, to `max_steps`. After its warmup the learning
+// rate stays at 1e-2, so every step moves the parameters (make_run's default decays to 0 by
+// step 10, after which a resumed run would agree with any other trivially). An empty
+// `checkpoint` writes none.
+Run make_kill_test_run(const TinyProblem& problem, uint64_t init_seed, int64_t max_steps,
+                       const std::string& checkpoint) {
+    TrainerOptions options;
+    options.epochs = kKillTestSteps;  // enough: max_steps ends the run
+    options.max_steps = max_steps;
+    options.seed = 77;
+    options.last_checkpoint_path = checkpoint;
+    options.checkpoint_every = checkpoint.empty() ? 0 : 1;
+    return make_run(problem, init_seed, options, LearningRateSchedule::constant(1e-2, 2));
+}
+
+// A writer: this test binary started afresh with posix_spawn (a fork would copy oneTBB's
+// state into the child but none of its worker threads, so the child's parallel work could
+// hang), selecting only the writer test case, its output appended to `log`. A writer still running when this object goes
+// (a failed REQUIRE) is killed and reaped, so none outlives the test.
+class WriterProcess {
+public:
+    WriterProcess(const std::string& checkpoint, const std::string& log) {
+        std::string executable = fs::read_symlink("/proc/self/exe").string();
+        std::vector<std::string> arguments = {executable, std::string("--test-case=") + kKillTestWriterName};
+        std::vector<std::string> environment = {std::string(kKillTestCheckpointVariable) + "=" + checkpoint};
+        // The rest of this process's environment, NCE_NUM_THREADS included: the same thread count.
+        for (char** variable = environ; *variable != nullptr; ++variable) environment.emplace_back(*variable);
+        std::vector<char*> argv = null_terminated(arguments), envp = null_terminated(environment);
+
+        posix_spawn_file_actions_t actions;
+        posix_spawn_file_actions_init(&actions);
+        posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+        posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+        int error = posix_spawn(&pid_, executable.c_str(), &actions, nullptr, argv.data(), envp.data());
+        posix_spawn_file_actions_destroy(&actions);
+        REQUIRE_MESSAGE(error == 0, "posix_spawn " << executable << ": " << std::strerror(error));
+    }
+    ~WriterProcess() {
+        if (running()) kill_and_reap();
+    }
+    WriterProcess(const WriterProcess&) = delete;
+    WriterProcess& operator=(const WriterProcess&) = delete;
+
+    pid_t pid() const { return pid_; }
+    // Whether it has not exited yet; reaps it (keeping its status) once it has.
+    bool running() {
+        if (!reaped_ && ::waitpid(pid_, &status_, WNOHANG) == pid_) reaped_ = true;
+        return !reaped_;
+    }
+    int wait() {
+        if (!reaped_ && ::waitpid(pid_, &status_, 0) == pid_) reaped_ = true;
+        return status_;
+    }
+    int kill_and_reap() {
+        if (!reaped_) ::kill(pid_, SIGKILL);
+        return wait();
+    }
+
+private:
+    static std::vector<char*> null_terminated(std::vector<std::string>& strings) {
+        std::vector<char*> pointers;
+        for (std::string& text : strings) pointers.push_back(text.data());
+        pointers.push_back(nullptr);
+        return pointers;
+    }
+
+    pid_t pid_ = -1;
+    int status_ = 0;
+    bool reaped_ = false;
+};
+
+bool file_exists(const std::string& path) {
+    std::error_code ignored;
+    return fs::exists(path, ignored);
+}
+
+// Which file a path names and when it was last written: a rename into place or a write in
+// place changes it.
+std::tuple<ino_t, int64_t, int64_t, off_t> file_stamp(const std::string& path) {
+    struct stat status {};
+    if (::stat(path.c_str(), &status) != 0) return {0, 0, 0, -1};
+    return {status.st_ino, status.st_mtim.tv_sec, status.st_mtim.tv_nsec, status.st_size};
+}
+
+// Polls without sleeping (a whole checkpoint write can take well under a millisecond) until
+// `done()`; false when the writer exits first or a minute passes.
+template <typename Condition>
+bool wait_for(WriterProcess& writer, const Condition& done) {
+    auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+    while (!done())
+        if (!writer.running() || std::chrono::steady_clock::now() > give_up) return false;
+    return true;
+}
+
+std::string file_text(const std::string& path) {
+    std::ifstream file(path);
+    return std::string(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+// The writer's part of the next test case; the ordinary test run finds no variable and
+// passes at once.
+TEST_CASE(kKillTestWriterName) {
+    const char* checkpoint = std::getenv(kKillTestCheckpointVariable);
+    if (checkpoint == nullptr) return;
+    TinyProblem problem(kKillTestDtype);
+    Run run = make_kill_test_run(problem, kKillTestInitSeed, kKillTestSteps, checkpoint);
+    if (file_exists(checkpoint)) run.trainer->resume(checkpoint);  // as a restarted job carries on
+    run.trainer->fit(problem.loss_function(*run.model, false));
+}
+
+TEST_CASE("trainer: kill -9 during checkpoint writes leaves the last complete checkpoint; resuming it is bit-identical") {
+    // Each kill comes after a seeded random delay; every third one then waits for a write to
+    // be under way and kills at once.
+    constexpr int kKills = 18;
+    TinyProblem problem(kKillTestDtype);
+
+    // The uninterrupted run, and its parameters after every step: after_step[s].
+    std::vector<std::vector<Tensor>> after_step(kKillTestSteps + 1);
+    {
+        Run reference = make_kill_test_run(problem, kKillTestInitSeed, kKillTestSteps, "");
+        BatchLossFunction loss = problem.loss_function(*reference.model, false);
+        reference.trainer->fit([&](const StepPosition& position, Generator& generator) {
+            after_step[position.step - 1] = parameter_values(*reference.model);
+            return loss(position, generator);
+        });
+        after_step[kKillTestSteps] = parameter_values(*reference.model);
+    }
+
+    TemporaryDirectory directory;
+    const std::string checkpoint = directory.file("last.safetensors");
+    const std::string log = directory.file("writers.log");
+
+    // A writer's pace here (a step and a checkpoint write, mostly fsync), so that the random
+    // delays span a few of its steps on any machine and kill it long before its last step.
+    auto pace_start = std::chrono::steady_clock::now();
+    constexpr int64_t kPaceSteps = 10;
+    {
+        Run pace = make_kill_test_run(problem, kKillTestInitSeed, kPaceSteps, directory.file("pace.safetensors"));
+        pace.trainer->fit(problem.loss_function(*pace.model, false));
+    }
+    // Every checkpoint of this run is about this long (only a few digits of metadata differ).
+    const off_t complete_size = std::get<3>(file_stamp(directory.file("pace.safetensors")));
+    REQUIRE(complete_size > 4096);
+    fs::remove(directory.file("pace.safetensors"));
+    auto step_microseconds = std::chrono::duration_cast<std::chrono::microseconds>(
+                                 std::chrono::steady_clock::now() - pace_start).count() / kPaceSteps;
+    auto temporary_of = [&](pid_t pid) { return checkpoint + ".tmp-" + std::to_string(pid); };
+    auto temporaries_left = [&] {  // their names, separated by spaces
+        std::string names;
+        for (const auto& entry : fs::directory_iterator(directory.path))
+            if (entry.path().filename().string().find(".tmp-") != std::string::npos)
+                names += (names.empty() ? "" : " ") + entry.path().filename().string();
+        return names;
+    };
+
+    Generator delays(2024);
+    int kills = 0, kills_during_write = 0, polled_kills = 0, polled_kills_during_write = 0;
+    int64_t last_step = 0;
+    for (int trial = 0; trial < kKills; ++trial) {
+        bool polled = trial % 3 == 2;
+        auto stamp_before = file_stamp(checkpoint);
+        WriterProcess writer(checkpoint, log);
+        const std::string temporary = temporary_of(writer.pid());
+        auto temporary_exists = [&] { return file_exists(temporary); };
+        // A write under way: the writer's temporary is there, or the checkpoint at the path is
+        // shorter than a whole one (a writer writing in place, which the rename is there to prevent).
+        auto writing = [&] {
+            off_t size = std::get<3>(file_stamp(checkpoint));
+            return temporary_exists() || (size >= 0 && size < complete_size - 4096);
+        };
+        // Its first write has begun (after startup and the resume), so the delay runs while it
+        // trains. The checkpoint's stamp counts too, so that a writer writing in place is caught
+        // by the checks below rather than waited for here; one that exits is judged by its status.
+        bool started = wait_for(writer, [&] { return temporary_exists() || file_stamp(checkpoint) != stamp_before; });
+        REQUIRE_MESSAGE((started || !writer.running()), "writer " << writer.pid() << " wrote no checkpoint in a minute");
+        std::this_thread::sleep_for(std::chrono::microseconds(delays.next_index(8 * step_microseconds + 1)));
+        if (polled)
+            REQUIRE_MESSAGE((wait_for(writer, writing) || !writer.running()),
+                            "writer " << writer.pid() << " wrote nothing for a minute");
+        int status = writer.kill_and_reap();
+        // Reaching the last step first is no fault, only a sign that this machine got much
+        // faster than its pace said: the kills end there, and the checks after the loop run.
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) break;
+        REQUIRE_MESSAGE((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL),
+                        "writer " << writer.pid() << " failed (status " << status << "):\n" << file_text(log));
+        bool temporary_left = temporary_exists(), during_write = writing();
+        ++kills;
+        polled_kills += polled;
+        kills_during_write += during_write;
+        polled_kills_during_write += polled && during_write;
+        std::string which_kill = fmt::format("kill {} ({}), {}", kills, polled ? "polled" : "after a random delay",
+                                             during_write ? "during a write" : "between writes");
+        INFO(which_kill);
+
+        // Only this writer's temporary may be left: it removed those of the writers killed before.
+        CHECK(temporaries_left() == (temporary_left ? fs::path(temporary).filename().string() : ""));
+
+        // Killed in its first write with no checkpoint before it: there is still none (its
+        // temporary is not taken for one), and the next writer starts afresh.
+        if (!file_exists(checkpoint)) {
+            CHECK(last_step == 0);
+            continue;
+        }
+        // The checkpoint at the path is a whole one: the uninterrupted run's state at its step.
+        std::optional<TrainingCheckpoint> loaded;
+        try {
+            loaded.emplace(load_training_checkpoint(checkpoint, kKillTestDtype));
+        } catch (const Error& error) {
+            FAIL("the checkpoint left by the kill does not load: " << std::string(error.what()));
+        }
+        int64_t step = loaded->state.step;
+        CHECK(step >= last_step);
+        last_step = step;
+        check_bit_identical(parameter_values(*loaded->model), after_step[step]);
+
+        // Resumed here, a few more steps stay on the uninterrupted run's path, bit for bit.
+        int64_t target = std::min<int64_t>(step + 3, kKillTestSteps);
+        Run resumed = make_kill_test_run(problem, 12345, target, "");
+        resumed.trainer->resume(checkpoint);
+        resumed.trainer->fit(problem.loss_function(*resumed.model, false));
+        check_bit_identical(parameter_values(*resumed.model), after_step[target]);
+        if (step == kKillTestSteps) break;  // killed after its last write: nothing is left to kill
+    }
+
+    // The last writer resumes beside the last kill's leftover and runs to the end.
+    WriterProcess last_writer(checkpoint, log);
+    int status = last_writer.wait();
+    REQUIRE_MESSAGE((WIFEXITED(status) && WEXITSTATUS(status) == 0), "the last writer failed:\n" << file_text(log));
+    CHECK(temporaries_left() == "");
+    TrainingCheckpoint finished = load_training_checkpoint(checkpoint, kKillTestDtype);
+    CHECK(finished.state.step == kKillTestSteps);
+    check_bit_identical(parameter_values(*finished.model), after_step[kKillTestSteps]);
+
+    MESSAGE(kills << " kills, " << kills_during_write << " during a write (" << polled_kills_during_write
+                  << " of the " << polled_kills << " polled); the checkpoints reached step " << last_step
+                  << "; a step took " << step_microseconds << " us");
+    CHECK(kills >= kKills / 2);
+    CHECK(polled_kills_during_write >= 1);
 }
