@@ -2,6 +2,8 @@
 // (apps/korquad/): lexical tokens, the hybrid fusion and its weight, the metric table with its
 // intervals, the SVG charts (error bars, legend, round ticks), the run configuration, and
 // generated data that the real reader accepts.
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -10,10 +12,13 @@
 #include "apps/korquad/korquad_generator.h"
 #include "apps/retrieval/axis_ticks.h"
 #include "apps/retrieval/metric_table.h"
+#include "apps/retrieval/passage_index.h"
 #include "apps/retrieval/rankings.h"
 #include "apps/retrieval/run_config.h"
 #include "apps/retrieval/svg_charts.h"
+#include "apps/retrieval/text_model.h"
 #include "data/korquad_reader.h"
+#include "nn/checkpoint.h"
 #include "tests/test_helpers.h"
 
 namespace fs = std::filesystem;
@@ -409,4 +414,44 @@ TEST_CASE("korquad generator: the same seed gives the same file, which the KorQu
     shared_bigrams /= static_cast<double>(dataset.relevance.size());
     CHECK(shared_words < 0.35);
     CHECK(shared_bigrams > shared_words + 0.1);
+}
+
+TEST_CASE("passage index: index.json or a chunks.jsonl line nested 100,000 deep is one error naming the file") {
+    struct RemovedAtEnd {
+        fs::path path;
+        ~RemovedAtEnd() {
+            std::error_code ignored;
+            fs::remove_all(path, ignored);
+        }
+    } scratch{fs::temp_directory_path() / ("nce_test_deep_index_" + std::to_string(::getpid()))};
+    const fs::path& folder = scratch.path;
+    fs::remove_all(folder);
+    fs::create_directories(folder);
+    auto write = [&](const char* name, const std::string& text) { std::ofstream(folder / name) << text; };
+    const std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
+    const std::string index_dir = folder.string();
+
+    write("index.json", deep + "\n");
+    CHECK_ERROR_MENTIONS(search_passage_index(index_dir, "a question", 3),
+                         "--index " + index_dir + ": index.json: JSON nesting exceeds 64 levels at byte 64");
+
+    // chunks.jsonl is read after the tokenizer and the model are loaded: a real, tiny pair.
+    write("index.json", R"({"max_query_length": 8, "max_passage_length": 8})");
+    std::vector<std::string> texts;
+    for (const char* first : {"the river", "a quiet town", "the old bridge", "every market"})
+        for (const char* second : {"opens early", "sits by the hills", "was rebuilt", "draws visitors"})
+            texts.push_back(std::string(first) + " " + second);
+    data::TokenizerOptions tokenizer_options;
+    tokenizer_options.vocab_size = 30;
+    data::Tokenizer tokenizer = data::Tokenizer::train(texts, tokenizer_options, index_dir);
+    RunConfig config;
+    config.d_model = 8;
+    config.nhead = 2;
+    config.dim_feedforward = 16;
+    config.num_layers = 1;
+    config.max_query_length = config.max_passage_length = 8;
+    nn::save_model((folder / "model.safetensors").string(), *make_text_encoder(config, tokenizer.vocab_size()));
+    write("chunks.jsonl", R"({"passage_id": "p1", "group": "g1", "text": "the river opens early"})" "\n" + deep + "\n");
+    CHECK_ERROR_MENTIONS(search_passage_index(index_dir, "a question", 3),
+                         "--index " + index_dir + ": chunks.jsonl line 2: JSON nesting exceeds 64 levels at byte 64");
 }

@@ -6,10 +6,12 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "apps/retrieval/text_model.h"
 #include "engine/error.h"
+#include "engine/json_nesting.h"
 #include "eval/faiss_index.h"
 
 namespace nce::apps::retrieval {
@@ -114,9 +116,13 @@ SearchResult search_passage_index(const std::string& index_dir, const std::strin
               "--index {}: not a complete index folder (no index.json); build one with `nce <app> index`", index_dir);
     NCE_CHECK(k > 0, "search: --top-k must be positive, got {}", k);
     nlohmann::json facts;
+    std::ifstream facts_file(folder / "index.json");
+    std::string facts_text{std::istreambuf_iterator<char>(facts_file), std::istreambuf_iterator<char>()};
+    // The user names the folder, so its JSON is untrusted: a deep nesting is refused before
+    // the parser walks it (here and for each line of chunks.jsonl below).
+    check_json_nesting(facts_text, fmt::format("--index {}: index.json", index_dir));
     try {
-        std::ifstream file(folder / "index.json");
-        facts = nlohmann::json::parse(file);
+        facts = nlohmann::json::parse(facts_text);
         facts.at("max_query_length").get<int64_t>();
     } catch (const nlohmann::json::exception&) {
         fail("--index {}: index.json is malformed; rebuild the index with `nce <app> index`", index_dir);
@@ -130,6 +136,7 @@ SearchResult search_passage_index(const std::string& index_dir, const std::strin
         NCE_CHECK(file.good(), "--index {}: chunks.jsonl is missing; rebuild the index", index_dir);
         std::string line;
         while (std::getline(file, line)) {
+            check_json_nesting(line, fmt::format("--index {}: chunks.jsonl line {}", index_dir, chunks.size() + 1));
             try {
                 chunks.push_back(nlohmann::json::parse(line));
             } catch (const nlohmann::json::exception&) {
