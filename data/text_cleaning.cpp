@@ -117,10 +117,12 @@ std::string decode_entities(std::string_view text, const std::unordered_map<std:
             break;
         }
         out.append(text.substr(position, ampersand - position));
-        size_t semicolon = text.find(';', ampersand + 1);
-        bool closed = semicolon != std::string_view::npos && semicolon - ampersand <= kLongestReference;
-        if (closed) {
-            std::string_view body = text.substr(ampersand + 1, semicolon - ampersand - 1);
+        // The ';' is looked for only where a reference could end: searching the rest of the
+        // text would rescan it for every '&', quadratic on a megabyte of bare '&'.
+        std::string_view after = text.substr(ampersand + 1, kLongestReference);
+        size_t semicolon = after.find(';');  // relative to `after`
+        if (semicolon != std::string_view::npos) {
+            std::string_view body = after.substr(0, semicolon);
             int64_t code_point = numeric_reference_value(body);
             if (code_point < 0) {
                 auto named = names.find(body);
@@ -128,7 +130,7 @@ std::string decode_entities(std::string_view text, const std::unordered_map<std:
             }
             if (code_point >= 0) {
                 append_utf8(out, static_cast<uint32_t>(code_point));
-                position = semicolon + 1;
+                position = ampersand + 1 + semicolon + 1;
                 continue;
             }
         }
