@@ -89,8 +89,8 @@ void add_linear_checks(CheckRegistry& registry) {
     for (auto [description, x_shape, out] : {std::tuple{"x [2,3,4] -> out 5", Shape{2, 3, 4}, int64_t{5}},
                                              std::tuple{"x [3,4] -> out 2", Shape{3, 4}, int64_t{2}}}) {
         add_module_check<Linear>(registry, {"Linear", description,
-            [in = x_shape.back(), out](Generator& g, Dtype dtype) { return std::make_unique<Linear>(in, out, g, dtype); },
-            [x_shape](Generator& g) { return std::vector<Tensor>{g.normal(x_shape, Dtype::Float64)}; },
+            [in = x_shape.back(), out = out](Generator& g, Dtype dtype) { return std::make_unique<Linear>(in, out, g, dtype); },
+            [x_shape = x_shape](Generator& g) { return std::vector<Tensor>{g.normal(x_shape, Dtype::Float64)}; },
             [](Linear& linear, const std::vector<Var>& x) { return linear.forward(x[0]); }});
     }
 }
@@ -115,7 +115,7 @@ void add_layer_norm_checks(CheckRegistry& registry) {
     for (auto [description, x_shape] : {std::pair{"x [2,3,4]", Shape{2, 3, 4}}, std::pair{"x [5,6]", Shape{5, 6}}}) {
         add_module_check<LayerNorm>(registry, {"LayerNorm", description,
             [dim = x_shape.back()](Generator&, Dtype dtype) { return std::make_unique<LayerNorm>(dim, 1e-5, dtype); },
-            [x_shape](Generator& g) { return std::vector<Tensor>{g.normal(x_shape, Dtype::Float64)}; },
+            [x_shape = x_shape](Generator& g) { return std::vector<Tensor>{g.normal(x_shape, Dtype::Float64)}; },
             [](LayerNorm& norm, const std::vector<Var>& x) { return norm.forward(x[0]); }});
     }
 }
