@@ -16,6 +16,12 @@ namespace {
 
 using nlohmann::json;
 
+// The title is copied into every passage (id and group) and every query (group) of its
+// article, so a title of megabytes over thousands of small paragraphs would make the data set
+// thousands of times bigger than the file. Real ones are short (Wikipedia's are at most 255
+// bytes, KorQuAD dev's at most 48).
+constexpr size_t kMaxTitleBytes = 1024;
+
 // The string at object[name], or nullptr when it is missing or not a string.
 const std::string* string_field(const json& object, const char* name) {
     if (!object.is_object()) return nullptr;
@@ -96,6 +102,12 @@ RetrievalDataset read_korquad(const std::string& path, Leniency leniency) {
             skip_or_fail(
                 report, leniency, "article without title or paragraphs",
                 fmt::format("{}: article {} needs a \"title\" string and a \"paragraphs\" array", path, article_index));
+            continue;
+        }
+        if (title->size() > kMaxTitleBytes) {
+            skip_or_fail(report, leniency, "article with a title too long",
+                         fmt::format("{}: article {} has a title of {} bytes, more than the {} a title may have", path,
+                                     article_index, title->size(), kMaxTitleBytes));
             continue;
         }
         ++report.records["articles"];

@@ -9,7 +9,8 @@
 //           a context that appears twice in the file (KorQuAD dev has 3 such) is one passage
 // Every answer is checked: `answer_start` counts Unicode code points, so it is turned into a
 // UTF-8 byte offset and the answer text must be found there. A question failing that, or one
-// missing a field, is skipped (lenient) or stops the read (strict) naming the file and qa id.
+// missing a field, is skipped (lenient) or stops the read (strict) naming the file and qa id;
+// so is an article whose title is longer than 1,024 bytes (it is copied into every record).
 // ReadReport::records: "articles", "paragraphs", "questions" (those read), "passages" (distinct).
 #pragma once
 #include <string>

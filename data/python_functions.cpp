@@ -124,6 +124,11 @@ FunctionHeader read_function_header(const LogicalLine& line) {
     return header;
 }
 
+// Every method's qualified name repeats the names of the classes around it, so a class named
+// with megabytes over thousands of one-line methods would make the result thousands of times
+// bigger than the source. Real nestings of class names are a few dozen bytes.
+constexpr size_t kMaxClassNameBytes = 1024;
+
 // One block of indented lines and the header that opened it.
 struct Block {
     enum class Kind { Class, Function, Other };  // Other: if, for, while, try, with, match, ...
@@ -216,6 +221,16 @@ private:
 
     PythonFunction start_function(const LogicalLine& line, const FunctionHeader& header) {
         PythonFunction function;
+        size_t class_name_bytes = 0;
+        for (const Block& block : blocks_) {
+            if (block.kind == Block::Kind::Class) class_name_bytes += block.class_name.size() + 1;
+        }
+        if (class_name_bytes > kMaxClassNameBytes) {
+            throw PythonSyntaxError(line.first_line,
+                                    fmt::format("def {}: the names of the classes around it come to {} bytes, more than "
+                                                "the {} followed",
+                                                header.name, class_name_bytes, kMaxClassNameBytes));
+        }
         for (const Block& block : blocks_) {
             if (block.kind == Block::Kind::Class) function.qualified_name += fmt::format("{}.", block.class_name);
         }

@@ -17,7 +17,9 @@
 //
 // The blocks are followed by indentation like Python does, so a file whose indentation does
 // not nest (an unexpected indent, an unindent to no outer level, a block with no body) is a
-// PythonSyntaxError, as is a def or class header missing its name, parentheses or colon.
+// PythonSyntaxError, as is a def or class header missing its name, parentheses or colon, and
+// a def inside classes whose names come to more than 1,024 bytes (each method's qualified name
+// repeats them).
 #pragma once
 #include <string>
 #include <string_view>

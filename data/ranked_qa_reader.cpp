@@ -17,6 +17,11 @@ namespace {
 
 using nlohmann::json;
 
+// A question's id is copied into every answer (as its group), so an id of megabytes over
+// thousands of small answers would make the data set thousands of times bigger than the file.
+// Real ones are numbers or short strings.
+constexpr size_t kMaxQuestionIdBytes = 1024;
+
 // An id written as a string ("123") or an integer (123), as text; nothing if neither.
 std::optional<std::string> id_field(const json& object) {
     if (!object.is_object() || !object.contains("id")) return std::nullopt;
@@ -60,6 +65,12 @@ RetrievalDataset read_ranked_qa_json(const std::string& path, Leniency leniency)
                          fmt::format("{}: record {} needs a \"question\" with an \"id\" and a \"title\" string, and an "
                                      "\"answers\" array",
                                      path, record_index));
+            continue;
+        }
+        if (question_id->size() > kMaxQuestionIdBytes) {
+            skip_or_fail(report, leniency, "question with an id too long",
+                         fmt::format("{}: record {} has a question id of {} bytes, more than the {} an id may have", path,
+                                     record_index, question_id->size(), kMaxQuestionIdBytes));
             continue;
         }
         std::string body = has_string(question, "body") ? clean_html(question["body"].get<std::string>()) : "";

@@ -9,8 +9,9 @@
 // relevance: question -> each answer; score = the answer's score; rank = position by score,
 //            highest first, ties broken by the accepted answer first, then by order in the file.
 // Ids may be numbers or strings; "body" of a question and "is_accepted" may be left out.
-// A question without id or title, or an answer without id, body or numeric score, is skipped
-// (lenient) or stops the read (strict) naming the file and question.
+// A question without id or title, or with an id longer than 1,024 bytes (it is copied into
+// every answer), or an answer without id, body or numeric score, is skipped (lenient) or stops
+// the read (strict) naming the file and question.
 // ReadReport::records: "questions", "answers".
 #pragma once
 #include <string>

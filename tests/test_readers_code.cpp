@@ -246,6 +246,21 @@ TEST_CASE("python functions: source the scanner cannot follow is a PythonSyntaxE
     CHECK(syntax_error_of("def f():\n    return f\"{'}'}\" + f'{x!r:>{w}}'\n") == "");
 }
 
+TEST_CASE("python functions: classes whose names come to more than 1,024 bytes are refused, not copied into every method") {
+    // A 1 MB class name over 1,000 one-line methods: a 1 MB source whose qualified names
+    // alone would take 1 GB.
+    auto source_with_class = [](const std::string& name) {
+        std::string source = "class " + name + ":\n";
+        for (int k = 0; k < 1000; ++k) source += fmt::format("    def m{}(self): return {}\n", k, k);
+        return source;
+    };
+    CHECK(syntax_error_of(source_with_class(std::string(1'000'000, 'C'))) ==
+          "line 2: def m0: the names of the classes around it come to 1000001 bytes, more than the 1024 followed");
+    std::vector<PythonFunction> found = find_python_functions(source_with_class(std::string(1023, 'C')));
+    REQUIRE(found.size() == 1000);
+    CHECK(found[999].qualified_name == std::string(1023, 'C') + ".m999");
+}
+
 TEST_CASE("python miner: a tree of files becomes queries, passages and a report") {
     TemporaryFolder tree;
     tree.write("pkg/__init__.py", "");

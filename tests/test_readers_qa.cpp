@@ -336,6 +336,27 @@ TEST_CASE("korquad: 100,000 answers on a 10 MB paragraph are checked in one pass
     CHECK(dataset.report.skipped_examples[0].find("shorter") != std::string::npos);
 }
 
+TEST_CASE("korquad: a title longer than 1,024 bytes skips its article: it would be copied into every record") {
+    // 1,000 paragraphs under a 1 MB title: a 1 MB file that read whole would be a 2 GB data set.
+    const size_t paragraphs = 1000;
+    auto file_with_title = [&](const std::string& title) {
+        std::string json = "{\"data\": [{\"title\": \"" + title + "\", \"paragraphs\": [";
+        for (size_t p = 0; p < paragraphs; ++p)
+            json += fmt::format("{}{{\"context\": \"c{}\", \"qas\": []}}", p ? ", " : "", p);
+        return json + "]}, {\"title\": \"short\", \"paragraphs\": [{\"context\": \"c\", \"qas\": []}]}]}";
+    };
+    TemporaryFile file(file_with_title(std::string(1'000'000, 't')), ".json");
+    RetrievalDataset dataset = read_korquad(file.path(), Leniency::Lenient);
+    CHECK(dataset.report.records.at("articles") == 1);
+    CHECK(dataset.passages.size() == 1);
+    CHECK(dataset.report.skipped.at("article with a title too long") == 1);
+    CHECK_ERROR_MENTIONS(read_korquad(file.path(), Leniency::Strict),
+                         file.path() + ": article 0 has a title of 1000000 bytes, more than the 1024");
+
+    TemporaryFile longest(file_with_title(std::string(1024, 't')), ".json");
+    CHECK(read_korquad(longest.path(), Leniency::Strict).passages.size() == paragraphs + 1);
+}
+
 TEST_CASE("korquad: missing fields are skipped with a reason (lenient) or stop the read naming the record (strict)") {
     TemporaryFile no_question(replaced(kKorquadFixture, "\"question\": \"What is beer brewed from?\", ", ""), ".json");
     RetrievalDataset dataset = read_korquad(no_question.path(), Leniency::Lenient);
@@ -636,6 +657,27 @@ TEST_CASE("ranked-json: bad records are skipped or named; bad files are one-line
     CHECK_ERROR_MENTIONS(read_ranked_qa_json(bad_utf8.path(), Leniency::Lenient), "invalid UTF-8");
     TemporaryFile object("{\"question\": {}}", ".json");
     CHECK_ERROR_MENTIONS(read_ranked_qa_json(object.path(), Leniency::Lenient), "top level must be an array");
+}
+
+TEST_CASE("ranked-json: a question id longer than 1,024 bytes skips the question: it would be copied into every answer") {
+    // 10,000 answers under a 100 kB id: a 0.5 MB file that read whole would be a 1 GB data set.
+    const size_t answers = 10'000;
+    auto file_with_id = [&](const std::string& id) {
+        std::string json = "[{\"question\": {\"id\": \"" + id + "\", \"title\": \"t\"}, \"answers\": [";
+        for (size_t a = 0; a < answers; ++a)
+            json += fmt::format("{}{{\"id\": {}, \"body\": \"b\", \"score\": 1}}", a ? ", " : "", a);
+        return json + "]}, {\"question\": {\"id\": 1, \"title\": \"t\"}, \"answers\": []}]";
+    };
+    TemporaryFile file(file_with_id(std::string(100'000, 'i')), ".json");
+    RetrievalDataset dataset = read_ranked_qa_json(file.path(), Leniency::Lenient);
+    CHECK(dataset.report.records.at("questions") == 1);
+    CHECK(dataset.report.records.at("answers") == 0);
+    CHECK(dataset.report.skipped.at("question with an id too long") == 1);
+    CHECK_ERROR_MENTIONS(read_ranked_qa_json(file.path(), Leniency::Strict),
+                         file.path() + ": record 0 has a question id of 100000 bytes, more than the 1024");
+
+    TemporaryFile longest(file_with_id(std::string(1024, 'i')), ".json");
+    CHECK(read_ranked_qa_json(longest.path(), Leniency::Strict).passages.size() == answers);
 }
 
 // ============================================================================================
