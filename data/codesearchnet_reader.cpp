@@ -85,7 +85,7 @@ CodeSearchNetFunction parse_line(const std::string& line, const std::string& fil
     json record;
     try {
         record = json::parse(line);
-    } catch (const json::parse_error& error) {
+    } catch (const json::exception& error) {  // a parse_error, or out_of_range for a number like 1e999
         std::string detail = error.what();  // "[json.exception.parse_error.101] parse error at ..."
         size_t bracket = detail.find("] ");
         if (bracket != std::string::npos) detail = detail.substr(bracket + 2);

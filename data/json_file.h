@@ -22,15 +22,18 @@ inline nlohmann::json read_json_file(const std::string& path) {
     check_json_nesting(text, path);  // before the parser walks (and later code recurses) level by level
     try {
         return nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& error) {
-        // error.what() reads "[json.exception.parse_error.101] parse error at line 1, column 9:
-        // syntax error ... last read: '...'"; keep what follows the bracket, at most 200 code
-        // points (the last token read can be a whole unterminated string).
+    } catch (const nlohmann::json::exception& error) {
+        // A parse_error, or an out_of_range for a number beyond a double (1e999). error.what()
+        // reads "[json.exception.parse_error.101] parse error at line 1, column 9: syntax error
+        // ... last read: '...'" or "[json.exception.out_of_range.406] number overflow parsing
+        // '1e999'"; keep what follows the bracket, at most 200 code points (the last token read
+        // can be a whole unterminated string, a number megabytes of digits long).
         std::string detail = error.what();
         size_t bracket = detail.find("] ");
         if (bracket != std::string::npos) detail = detail.substr(bracket + 2);
         std::replace(detail.begin(), detail.end(), '\n', ' ');
-        bool truncated = error.byte >= text.size();
+        const auto* parse_error = dynamic_cast<const nlohmann::json::parse_error*>(&error);
+        bool truncated = parse_error && parse_error->byte >= text.size();
         fail("{}: not valid JSON: {}{}", path, truncate_utf8(detail, 200),
              truncated ? "; the file ends early (truncated?)" : "");
     }

@@ -441,6 +441,7 @@ TEST_CASE("codesearchnet: bad lines are skipped and counted (lenient) or stop th
         {codesearchnet_line(R"("x = 1")", R"("")"), "code without a function"},
         {codesearchnet_line(R"("def f():\n    return 'open\n")", R"("")"), "code the scanner cannot follow"},
         {codesearchnet_line(R"("def f():\n    return 1")", R"("")", R"("repo": 7)"), "field of the wrong type"},
+        {codesearchnet_line(R"("def f():\n    return 1")", R"("")", R"("stars": 1e999)"), "invalid JSON"},
     };
     std::string contents = good + "\n";
     for (const auto& [line, reason] : bad_lines) contents += line + "\n";
@@ -463,6 +464,8 @@ TEST_CASE("codesearchnet: bad lines are skipped and counted (lenient) or stop th
     CHECK(dataset.report.skipped_examples[6] ==
           file.string() + " line 8: code of Widget.size, line 2: string is never closed on its line (use ''' or \"\"\" to span lines)");
     CHECK(dataset.report.skipped_examples[7] == file.string() + " line 9: field 'repo' is number, expected a string");
+    CHECK(dataset.report.skipped_examples[8] ==
+          file.string() + " line 10: not valid JSON: number overflow parsing '1e999'");  // not a crash
 
     // Strict: the first bad line stops the read, in one line naming the file and line number.
     CHECK_ERROR_MENTIONS(read_codesearchnet_jsonl(file.string(), Leniency::Strict), file.string() + " line 2: not valid JSON");

@@ -397,6 +397,20 @@ TEST_CASE("korquad: empty, missing, truncated, non-JSON and non-UTF-8 files are 
     TemporaryFile not_json("<html>not json</html>", ".json");
     CHECK_ERROR_MENTIONS(read_korquad(not_json.path(), Leniency::Lenient), "not valid JSON");
 
+    // A number beyond a double's range is a parse failure of its own in nlohmann::json (an
+    // out_of_range, not a parse_error); it is the same one line, its digits cut short.
+    TemporaryFile huge_number("{\"version\": 1e999, \"data\": []}", ".json");
+    CHECK_ERROR_MENTIONS(read_korquad(huge_number.path(), Leniency::Lenient),
+                         huge_number.path() + ": not valid JSON: number overflow parsing '1e999'");
+    TemporaryFile long_number("{\"data\": [], \"version\": 1" + std::string(100'000, '0') + "}", ".json");
+    try {
+        read_korquad(long_number.path(), Leniency::Lenient);
+        FAIL("a number of 100,001 digits was read");
+    } catch (const nce::Error& error) {
+        CHECK(std::string(error.what()).find("number overflow parsing '10000") != std::string::npos);
+        CHECK(std::string(error.what()).size() < 300 + long_number.path().size());
+    }
+
     // Every prefix of the file is a clean nce::Error (or, the whole file, a data set): never a crash.
     int64_t errors = 0;
     for (size_t length = 1; length < text.size(); ++length) {
