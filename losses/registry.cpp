@@ -118,7 +118,7 @@ LossArguments make_arguments(const LossDefinition& loss, const std::map<std::str
     for (const ParamSpec& param : loss.params) arguments.params[param.name] = param.default_value;
     for (const auto& [name, value] : overrides) {
         auto known = std::find_if(loss.params.begin(), loss.params.end(),
-                                  [&](const ParamSpec& param) { return param.name == name; });
+                                  [&key = name](const ParamSpec& param) { return param.name == key; });
         NCE_CHECK(known != loss.params.end(), "{}: unknown parameter '{}'; {}", loss.name, name, parameter_list(loss));
         arguments.params[name] = value;
     }
