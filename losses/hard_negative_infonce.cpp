@@ -150,8 +150,7 @@ LossDefinition hard_negative_infonce_definition() {
             Tensor P = softmax(l);                                                               // [N, N]
             Tensor H = pairs * exp(l) * (weight / K);                                            // [N, N]
             Tensor G = (P - I) / static_cast<double>(N) + H;                                     // [N, N]
-            Tensor dq = matmul(G, p) / tau;                                                      // [N, d]
-            return std::vector<DerivationStep>{
+            std::vector<DerivationStep> steps{
                 {"tau", "exp(log_tau)", Tensor::scalar(tau, Dtype::Float64)},
                 {"M", "1 where i != j and qid_i = qid_j (the ordered pairs), else 0", pairs},
                 {"K", "sum_ij M_ij, the number of pairs", Tensor::scalar(K, Dtype::Float64)},
@@ -159,11 +158,9 @@ LossDefinition hard_negative_infonce_definition() {
                 {"P", "softmax of each row of l", P},
                 {"H", "(weight / K) M_ij exp(l_ij), the penalty's dL/dl", H},
                 {"penalty", "sum_ij H_ij, weight times the mean of exp(l_ij) over the pairs", sum(H)},
-                {"G", "(P - I) / N + H", G},
-                {"dq", "G p / tau", dq},
-                {"dp", "G^T q / tau", matmul(G, q, Transpose::First) / tau},
-                {"dlog_tau", "tau dL/dtau = -sum_ij G_ij l_ij", -sum(G * l)},
-                {"-sum_i q_i.dq_i", "the same number, as the backward forms it", -sum(q * dq)}};
+                {"G", "(P - I) / N + H", G}};
+            append_logit_gradient_steps(steps, q, p, G, l, tau);  // dq, dp, dlog_tau both ways
+            return steps;
         };
         return example;
     };

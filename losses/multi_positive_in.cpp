@@ -139,8 +139,7 @@ LossDefinition multi_positive_in_definition() {
             Tensor group_exp = same_query * exp(l);                                            // [N, N]
             Tensor Q = group_exp / sum(group_exp, 1, /*keepdim=*/true);                        // [N, N]
             Tensor G = (P - Q) / static_cast<double>(N);                                       // [N, N]
-            Tensor dq = matmul(G, p) / tau;                                                    // [N, d]
-            return std::vector<DerivationStep>{
+            std::vector<DerivationStep> steps{
                 {"tau", "exp(log_tau)", Tensor::scalar(tau, Dtype::Float64)},
                 {"M", "1 where qid_j = qid_i (j in G(i)), else 0", same_query},
                 {"l", "q p^T / tau", l},
@@ -148,11 +147,9 @@ LossDefinition multi_positive_in_definition() {
                 {"m", "log sum_{j in G(i)} P_ij, the log of the group's mass", group_mass_log},
                 {"L_i", "log |G(i)| - m_i, each row's term (L is their mean)", row_loss},
                 {"Q", "softmax of each row of l within its group, 0 outside", Q},
-                {"G", "(P - Q) / N", G},
-                {"dq", "G p / tau", dq},
-                {"dp", "G^T q / tau", matmul(G, q, Transpose::First) / tau},
-                {"dlog_tau", "tau dL/dtau = -sum_ij G_ij l_ij", -sum(G * l)},
-                {"-sum_i q_i.dq_i", "the same number, as the backward forms it", -sum(q * dq)}};
+                {"G", "(P - Q) / N", G}};
+            append_logit_gradient_steps(steps, q, p, G, l, tau);  // dq, dp, dlog_tau both ways
+            return steps;
         };
         return example;
     };

@@ -186,8 +186,7 @@ LossDefinition rank_infonce_definition() {
             Tensor l = matmul(q, p, Transpose::Second) / tau;                                  // [N, N]
             Tensor P = softmax(l);                                                             // [N, N]
             Tensor G = (P - T) / static_cast<double>(N);                                       // [N, N]
-            Tensor dq = matmul(G, p) / tau;                                                    // [N, d]
-            return std::vector<DerivationStep>{
+            std::vector<DerivationStep> steps{
                 {"tau", "exp(log_tau)", Tensor::scalar(tau, Dtype::Float64)},
                 {"M", "1 where qid_j = qid_i (j in G(i)), else 0", same_query},
                 {"sh", "(score_j - min_G score) / (max_G score - min_G score), 0 when max = min", scaled_score},
@@ -196,11 +195,9 @@ LossDefinition rank_infonce_definition() {
                 {"T", "M_ij w_j", T},
                 {"l", "q p^T / tau", l},
                 {"P", "softmax of each row of l", P},
-                {"G", "(P - T) / N", G},
-                {"dq", "G p / tau", dq},
-                {"dp", "G^T q / tau", matmul(G, q, Transpose::First) / tau},
-                {"dlog_tau", "tau dL/dtau = -sum_ij G_ij l_ij", -sum(G * l)},
-                {"-sum_i q_i.dq_i", "the same number, as the backward forms it", -sum(q * dq)}};
+                {"G", "(P - T) / N", G}};
+            append_logit_gradient_steps(steps, q, p, G, l, tau);  // dq, dp, dlog_tau both ways
+            return steps;
         };
         return example;
     };

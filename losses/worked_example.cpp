@@ -18,6 +18,15 @@ Tensor identity(int64_t n) {
     return Tensor::from_vector(values, {n, n}, Dtype::Float64);
 }
 
+void append_logit_gradient_steps(std::vector<DerivationStep>& steps, const Tensor& q, const Tensor& p,
+                                 const Tensor& G, const Tensor& l, double tau) {
+    Tensor dq = matmul(G, p) / tau;  // [N, d]
+    steps.push_back({"dq", "G p / tau", dq});
+    steps.push_back({"dp", "G^T q / tau", matmul(G, q, Transpose::First) / tau});
+    steps.push_back({"dlog_tau", "tau dL/dtau = -sum_ij G_ij l_ij", -sum(G * l)});
+    steps.push_back({"-sum_i q_i.dq_i", "the same number, as the backward forms it", -sum(q * dq)});
+}
+
 WorkedExampleRun run_worked_example(const LossDefinition& loss) {
     NCE_CHECK(loss.worked_example != nullptr, "{}: no worked example is registered for this loss", loss.name);
     WorkedExample example = loss.worked_example();

@@ -32,6 +32,12 @@ WorkedExampleRun run_worked_example(const LossDefinition& loss);
 Tensor matrix(std::initializer_list<std::initializer_list<double>> rows);
 Tensor identity(int64_t n);
 
+// The last steps of an example whose logits are l = q p^T / tau, once G = dL/dl is known
+// (docs/derivations/infonce.md, steps 2-4): dq = G p / tau, dp = G^T q / tau, and
+// dlog_tau = -sum_ij G_ij l_ij, then the same number as -sum_i q_i·dq_i. Appended to `steps`.
+void append_logit_gradient_steps(std::vector<DerivationStep>& steps, const Tensor& q, const Tensor& p,
+                                 const Tensor& G, const Tensor& l, double tau);
+
 // Agreement a closed form must reach with the backward (float64; both compute the same sums).
 constexpr double kClosedFormTolerance = 1e-12;
 
