@@ -132,19 +132,15 @@ LossDefinition hard_negative_infonce_definition() {
     // and (1, 0)), row 2 another (qid 1); a learnable tau of 0.5 and a penalty weight of 0.1.
     loss.worked_example = [] {
         WorkedExample example;
-        example.inputs = {{"q", matrix({{1.0, 0.0}, {0.8, 0.6}, {0.0, 1.0}})},
-                          {"p", matrix({{0.8, 0.6}, {0.6, 0.8}, {0.0, 1.0}})},
-                          {"qid", Tensor::from_indices({0, 0, 1}, {3})},
-                          {"log_tau", Tensor::scalar(std::log(0.5), Dtype::Float64)}};
+        example.inputs = grouped_example_inputs();
         example.params = {{"weight", "0.1"}};
         example.steps = [](const LossArguments& arguments) {
             Tensor q = arguments.input("q").value(), p = arguments.input("p").value();
-            Tensor ids = arguments.input("qid").value().to(Dtype::Float64);  // [N]
             double tau = std::exp(arguments.input("log_tau").value().item());
             double weight = arguments.number("weight");
             int64_t N = q.size(0);
             Tensor I = identity(N);                                                              // [N, N]
-            Tensor pairs = 1.0 - step(abs(ids.reshape({N, 1}) - ids.reshape({1, N}))) - I;       // M [N, N]
+            Tensor pairs = same_query_mask(arguments.input("qid").value()) - I;       // M [N, N]
             double K = sum(pairs).item();                                                        // 2 here, never 0
             Tensor l = matmul(q, p, Transpose::Second) / tau;                                    // [N, N]
             Tensor P = softmax(l);                                                               // [N, N]

@@ -122,16 +122,12 @@ LossDefinition multi_positive_in_definition() {
     // (qid 1); a learnable tau of 0.5.
     loss.worked_example = [] {
         WorkedExample example;
-        example.inputs = {{"q", matrix({{1.0, 0.0}, {0.8, 0.6}, {0.0, 1.0}})},
-                          {"p", matrix({{0.8, 0.6}, {0.6, 0.8}, {0.0, 1.0}})},
-                          {"qid", Tensor::from_indices({0, 0, 1}, {3})},
-                          {"log_tau", Tensor::scalar(std::log(0.5), Dtype::Float64)}};
+        example.inputs = grouped_example_inputs();
         example.steps = [](const LossArguments& arguments) {
             Tensor q = arguments.input("q").value(), p = arguments.input("p").value();
-            Tensor ids = arguments.input("qid").value().to(Dtype::Float64);                  // [N]
             double tau = std::exp(arguments.input("log_tau").value().item());
             int64_t N = q.size(0);
-            Tensor same_query = 1.0 - step(abs(ids.reshape({N, 1}) - ids.reshape({1, N})));  // M [N, N]
+            Tensor same_query = same_query_mask(arguments.input("qid").value());  // M [N, N]
             Tensor l = matmul(q, p, Transpose::Second) / tau;                                  // [N, N]
             Tensor P = softmax(l);                                                             // [N, N]
             Tensor group_mass_log = log(sum(same_query * P, 1));                              // m [N]

@@ -155,23 +155,19 @@ LossDefinition rank_infonce_definition() {
     // of 0.5; a learnable tau of 0.5.
     loss.worked_example = [] {
         WorkedExample example;
-        example.inputs = {{"q", matrix({{1.0, 0.0}, {0.8, 0.6}, {0.0, 1.0}})},
-                          {"p", matrix({{0.8, 0.6}, {0.6, 0.8}, {0.0, 1.0}})},
-                          {"qid", Tensor::from_indices({0, 0, 1}, {3})},
-                          {"rank", Tensor::from_indices({0, 1, 0}, {3})},
-                          {"score", Tensor::from_vector({0.9, 0.3, 0.5}, {3}, Dtype::Float64)},
-                          {"log_tau", Tensor::scalar(std::log(0.5), Dtype::Float64)}};
+        example.inputs = grouped_example_inputs();
+        example.inputs["rank"] = Tensor::from_indices({0, 1, 0}, {3});
+        example.inputs["score"] = Tensor::from_vector({0.9, 0.3, 0.5}, {3}, Dtype::Float64);
         example.params = {{"rank_weight", "0.5"}, {"score_weight", "0.5"}, {"use_scores", "1"}};
         example.steps = [](const LossArguments& arguments) {
             Tensor q = arguments.input("q").value(), p = arguments.input("p").value();
-            Tensor ids = arguments.input("qid").value().to(Dtype::Float64);     // [N]
             Tensor rank = arguments.input("rank").value().to(Dtype::Float64);   // [N]
             Tensor score = arguments.input("score").value();                    // [N]
             double tau = std::exp(arguments.input("log_tau").value().item());
             double rank_weight = arguments.number("rank_weight") * arguments.number("use_ranks");
             double score_weight = arguments.number("score_weight") * arguments.number("use_scores");
             int64_t N = q.size(0);
-            Tensor same_query = 1.0 - step(abs(ids.reshape({N, 1}) - ids.reshape({1, N})));  // M [N, N]
+            Tensor same_query = same_query_mask(arguments.input("qid").value());  // M [N, N]
             // Row j of group_scores holds the scores of j's group, -inf elsewhere.   [N, N]
             Tensor group_scores = keep_where(repeat_rows(score, N), same_query, -INFINITY);
             Tensor highest = max(group_scores, 1).values;                                     // [N]

@@ -113,11 +113,10 @@ LossDefinition relaxed_hard_negative_definition() {
         example.params = {{"tau", "0.5"}, {"p_relax", "0.2"}};
         example.steps = [](const LossArguments& arguments) {
             Tensor q = arguments.input("q").value(), p = arguments.input("p").value();
-            Tensor ids = arguments.input("qid").value().to(Dtype::Float64);  // [N]
             double tau = arguments.number("tau"), p_relax = arguments.number("p_relax");
             int64_t N = q.size(0);
             Tensor I = identity(N);                                                              // [N, N]
-            Tensor same_query = 1.0 - step(abs(ids.reshape({N, 1}) - ids.reshape({1, N})));     // M [N, N]
+            Tensor same_query = same_query_mask(arguments.input("qid").value());     // M [N, N]
             Tensor others = sum(same_query, 1, /*keepdim=*/true) - 1.0;                          // |G(i)| - 1  [N, 1]
             // Row i: 1 - p_relax on the diagonal when it has others (1 when alone), and p_relax
             // split evenly over the others; a row alone has M - I = 0 there, so divide it by 1.

@@ -1,5 +1,7 @@
 #include "losses/worked_example.h"
 
+#include <cmath>
+
 namespace nce::losses {
 
 Tensor matrix(std::initializer_list<std::initializer_list<double>> rows) {
@@ -16,6 +18,19 @@ Tensor identity(int64_t n) {
     std::vector<double> values(static_cast<size_t>(n * n), 0.0);
     for (int64_t i = 0; i < n; ++i) values[static_cast<size_t>(i * n + i)] = 1.0;
     return Tensor::from_vector(values, {n, n}, Dtype::Float64);
+}
+
+std::map<std::string, Tensor> grouped_example_inputs() {
+    return {{"q", matrix({{1.0, 0.0}, {0.8, 0.6}, {0.0, 1.0}})},
+            {"p", matrix({{0.8, 0.6}, {0.6, 0.8}, {0.0, 1.0}})},
+            {"qid", Tensor::from_indices({0, 0, 1}, {3})},
+            {"log_tau", Tensor::scalar(std::log(0.5), Dtype::Float64)}};
+}
+
+Tensor same_query_mask(const Tensor& qid) {
+    Tensor ids = qid.to(Dtype::Float64);  // [N]
+    int64_t N = ids.size(0);
+    return 1.0 - step(abs(ids.reshape({N, 1}) - ids.reshape({1, N})));  // [N, N]
 }
 
 void append_logit_gradient_steps(std::vector<DerivationStep>& steps, const Tensor& q, const Tensor& p,

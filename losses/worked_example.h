@@ -32,6 +32,13 @@ WorkedExampleRun run_worked_example(const LossDefinition& loss);
 Tensor matrix(std::initializer_list<std::initializer_list<double>> rows);
 Tensor identity(int64_t n);
 
+// The example the grouped losses share, so that their pages can be read side by side:
+// N = 3 unit pairs q, p [3, 2], rows 0 and 1 one query (qid 0) and row 2 another (qid 1),
+// and a learnable tau of 0.5 (log_tau).
+std::map<std::string, Tensor> grouped_example_inputs();
+// M [N, N] from qid [N] (int64): 1 where qid_j = qid_i (j in G(i)), else 0; float64.
+Tensor same_query_mask(const Tensor& qid);
+
 // The last steps of an example whose logits are l = q p^T / tau, once G = dL/dl is known
 // (docs/derivations/infonce.md, steps 2-4): dq = G p / tau, dp = G^T q / tau, and
 // dlog_tau = -sum_ij G_ij l_ij, then the same number as -sum_i q_i·dq_i. Appended to `steps`.
