@@ -169,6 +169,17 @@ std::vector<int64_t> Tokenizer::encode_ids(const std::string& text) const {
     return std::vector<int64_t>(pieces.begin(), pieces.end());
 }
 
+Tokenizer::PiecesWithOffsets Tokenizer::encode_with_offsets(const std::string& text) const {
+    sentencepiece::ImmutableSentencePieceText encoded = processor_->EncodeAsImmutableProto(text);
+    PiecesWithOffsets result;
+    for (const auto& piece : encoded.pieces()) {
+        result.ids.push_back(piece.id());
+        result.begin.push_back(piece.begin());
+        result.end.push_back(piece.end());
+    }
+    return result;
+}
+
 EncodedBatch Tokenizer::encode(const std::vector<std::string>& texts, int64_t max_length) const {
     NCE_CHECK(max_length >= 1, "tokenizer encode: max_length must be at least 1, got {}", max_length);
     NCE_CHECK(!texts.empty(), "tokenizer encode: no texts; pass at least one");

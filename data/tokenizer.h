@@ -67,6 +67,14 @@ public:
     // One text's ids, unpadded and untruncated.
     std::vector<int64_t> encode_ids(const std::string& text) const;
     std::string decode(const std::vector<int64_t>& ids) const;
+    // One text's pieces with where each came from: piece i is bytes [begin[i], end[i]) of
+    // `text` (SentencePiece's own alignment; a piece of inserted whitespace has begin == end).
+    struct PiecesWithOffsets {
+        std::vector<int64_t> ids;
+        std::vector<int64_t> begin;
+        std::vector<int64_t> end;
+    };
+    PiecesWithOffsets encode_with_offsets(const std::string& text) const;
 
     int64_t vocab_size() const;
     // The id that fills padding; 0 when the model (trained elsewhere) has no <pad> piece,

@@ -162,6 +162,34 @@ TEST_CASE("tokenizer: Korean text encodes into known pieces and decodes back") {
     }
 }
 
+TEST_CASE("tokenizer: encode_with_offsets gives encode_ids' pieces, each at the bytes of the text it came from") {
+    TemporaryDirectory directory("tokenizer_offsets");
+    Tokenizer tokenizer =
+        Tokenizer::train(generated_sentences(3000, 11), small_vocabulary(TokenizerModelType::Unigram), directory.path.string());
+    std::vector<std::string> sentences = generated_sentences(50, 7);
+    sentences.push_back("  two  spaces and a rare 뷁 syllable ");
+    for (const std::string& text : sentences) {
+        CAPTURE(text);
+        Tokenizer::PiecesWithOffsets pieces = tokenizer.encode_with_offsets(text);
+        CHECK(pieces.ids == tokenizer.encode_ids(text));
+        REQUIRE(pieces.begin.size() == pieces.ids.size());
+        REQUIRE(pieces.end.size() == pieces.ids.size());
+        int64_t previous_end = 0;
+        for (size_t i = 0; i < pieces.ids.size(); ++i) {
+            CHECK(pieces.begin[i] >= previous_end);  // in order, never overlapping
+            CHECK(pieces.begin[i] <= pieces.end[i]);
+            CHECK(pieces.end[i] <= static_cast<int64_t>(text.size()));
+            previous_end = pieces.end[i];
+            // A known piece decodes to the text it covers (less the word-boundary space).
+            std::string covered = text.substr(static_cast<size_t>(pieces.begin[i]),
+                                              static_cast<size_t>(pieces.end[i] - pieces.begin[i]));
+            std::string decoded = tokenizer.decode({pieces.ids[i]});
+            if (pieces.ids[i] != tokenizer.unknown_id() && covered.find(' ') == std::string::npos)
+                CHECK(decoded.find(covered) != std::string::npos);
+        }
+    }
+}
+
 TEST_CASE("tokenizer: ids and mask are right-padded, capped at max_length, and agree with encode_ids") {
     TemporaryDirectory directory("tokenizer_padding");
     Tokenizer tokenizer = Tokenizer::train(generated_sentences(2000, 3), small_vocabulary(TokenizerModelType::Unigram),
