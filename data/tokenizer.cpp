@@ -11,6 +11,7 @@
 #include <fstream>
 #include <unordered_map>
 
+#include "data/tokenizer_model_check.h"
 #include "engine/threads.h"
 
 namespace nce::data {
@@ -19,6 +20,10 @@ namespace {
 namespace fs = std::filesystem;
 
 const char* const kModelFileName = "tokenizer.model";
+
+// Far above a real model (a 32,000-piece vocabulary with its normalization rules is about 1 MB),
+// so that a hostile file cannot make load allocate without bound.
+constexpr uintmax_t kMaxModelFileBytes = 256u << 20;
 
 // Hands the training lines to SentencePiece one at a time, from memory (no temporary file).
 class LinesIterator : public sentencepiece::SentenceIterator {
@@ -67,6 +72,24 @@ std::string training_hint(const std::string& message) {
         return "; lower vocab_size or train on more text";
     if (message.find("character_coverage") != std::string::npos) return "; character_coverage must be in [0.98, 1]";
     return "";
+}
+
+// The model file's bytes, read once: checked, then handed to SentencePiece.
+std::string read_model_file(const fs::path& path) {
+    std::error_code error;
+    const uintmax_t size = fs::file_size(path, error);
+    NCE_CHECK(!error, "tokenizer load: cannot read '{}': {}", path.string(), error.message());
+    NCE_CHECK(size <= kMaxModelFileBytes,
+              "tokenizer load: '{}' is {} bytes, over the {}-byte limit for a tokenizer model; pass a tokenizer.model "
+              "written by training",
+              path.string(), size, kMaxModelFileBytes);
+    std::ifstream in(path, std::ios::binary);
+    NCE_CHECK(in, "tokenizer load: cannot open '{}': {}", path.string(), std::strerror(errno));
+    std::string bytes(static_cast<size_t>(size), '\0');
+    in.read(bytes.data(), static_cast<std::streamsize>(size));
+    NCE_CHECK(in.gcount() == static_cast<std::streamsize>(size), "tokenizer load: reading '{}' failed: {}",
+              path.string(), in.bad() ? std::strerror(errno) : "the file shrank while it was read");
+    return bytes;
 }
 
 void write_file_atomically(const fs::path& path, const std::string& bytes) {
@@ -154,8 +177,10 @@ Tokenizer Tokenizer::load(const std::string& path) {
     NCE_CHECK(fs::is_regular_file(model_path),
               "tokenizer load: no model file at '{}'; pass a tokenizer.model (or its directory) written by training",
               model_path.string());
+    const std::string bytes = read_model_file(model_path);
+    check_tokenizer_model(bytes, model_path.string());  // some malformed models make SentencePiece terminate
     auto processor = std::make_shared<sentencepiece::SentencePieceProcessor>();
-    sentencepiece::util::Status status = processor->Load(model_path.string());
+    sentencepiece::util::Status status = processor->LoadFromSerializedProto(bytes);
     NCE_CHECK(status.ok(), "tokenizer load: '{}' is not a SentencePiece model ({}); pass a tokenizer.model written by training",
               model_path.string(), readable(status, "it does not parse"));
     return Tokenizer(std::move(processor), model_path.string());
