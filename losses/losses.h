@@ -20,3 +20,4 @@
 #include "losses/margin_mse.h"
 #include "losses/megabatch_margin.h"
 #include "losses/gist.h"
+#include "losses/distill_kl.h"

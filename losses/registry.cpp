@@ -91,7 +91,8 @@ const std::string& LossArguments::text(const std::string& param) const {
 }
 
 const std::vector<LossDefinition>& all_losses() {
-    // The order of the spec's tables: the seed documents' losses, then the ones practitioners reach for next.
+    // The order of the spec's tables: the seed documents' losses, then the ones practitioners
+    // reach for next, then those for distillation.
     static const std::vector<LossDefinition> losses = {
         infonce_definition(),  infonce_symmetric_definition(), ntxent_definition(),  multi_positive_definition(),
         rank_infonce_definition(), hard_negative_infonce_definition(), triplet_definition(), listwise_definition(),
@@ -99,6 +100,7 @@ const std::vector<LossDefinition>& all_losses() {
         multi_positive_in_definition(), relaxed_hard_negative_definition(), siglip_definition(), dcl_definition(),
         debiased_definition(), cosent_definition(), margin_mse_definition(), megabatch_margin_definition(),
         gist_definition(),
+        distill_kl_definition(),
     };
     return losses;
 }

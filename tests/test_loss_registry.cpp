@@ -39,11 +39,11 @@ std::map<std::string, Tensor> x_only() { return {{"x", Tensor::zeros({2, 3}, Dty
 
 }  // namespace
 
-TEST_CASE("registry: all_losses lists the spec's two tables in order; find_loss finds each by name") {
+TEST_CASE("registry: all_losses lists the spec's tables in order; find_loss finds each by name") {
     std::vector<std::string> expected{"infonce",   "infonce_symmetric", "ntxent",  "multi_positive", "rank_infonce",
                                       "hard_negative_infonce", "triplet", "listwise", "contrastive", "smooth_l1",
                                       "multi_positive_in", "relaxed_hard_negative", "siglip", "dcl", "debiased",
-                                      "cosent", "margin_mse", "megabatch_margin", "gist"};
+                                      "cosent", "margin_mse", "megabatch_margin", "gist", "distill_kl"};
     const std::vector<losses::LossDefinition>& all = losses::all_losses();
     REQUIRE(all.size() == expected.size());
     for (size_t k = 0; k < expected.size(); ++k) {
