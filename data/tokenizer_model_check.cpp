@@ -138,6 +138,69 @@ void check_piece(std::string_view message, size_t base, size_t index, const std:
     if (nul != std::string_view::npos) reader.refuse(piece_offset - base + nul, "its string holds a NUL byte");
 }
 
+// A 4-byte little-endian number (the byte order SentencePiece writes on every common machine).
+uint32_t little_endian_u32(std::string_view bytes, size_t at) {
+    uint32_t value = 0;
+    for (size_t i = 0; i < 4; ++i) value |= static_cast<uint32_t>(static_cast<uint8_t>(bytes[at + i])) << (8 * i);
+    return value;
+}
+
+// A unit of Darts-clone's double array: bit 31 set marks a leaf that holds a value (bits 0-30);
+// otherwise bits 0-7 are its label, bit 8 says it has a leaf, and bits 10-31 are the offset to its
+// children, shifted left by 8 when bit 9 is set.
+uint32_t darts_offset(uint32_t unit) { return (unit >> 10) << ((unit & (1u << 9)) >> 6); }
+
+// A precompiled_charsmap: a 4-byte size, that many bytes of Darts trie (4-byte units), then the
+// normalized strings the trie's values index. SentencePiece walks the trie without bounds
+// checks (a unit at p has its children at (p ^ offset) ^ byte and its leaf at p ^ offset; a
+// leaf's value is read as the start of a string), so a broken one makes it read far outside
+// the file and crash. Every unit a walk can pass through (the root, and every unit that is not
+// a leaf) must point to a block of 256 units inside the trie, and its leaf, if it has one, into
+// the strings. The rules SentencePiece builds (nmt_nfkc, nfkc, their _cf forms) all do.
+void check_charsmap(std::string_view charsmap, const WireReader& reader, size_t at) {
+    if (charsmap.empty()) return;  // no rules: text is left as it is
+    const std::string broken = "its normalization rules (precompiled_charsmap) are broken: ";
+    if (charsmap.size() < 4) reader.refuse(at, broken + "they are shorter than their 4-byte trie size");
+    const size_t trie_bytes = little_endian_u32(charsmap, 0);
+    if (trie_bytes == 0 || trie_bytes % 4 != 0 || trie_bytes > charsmap.size() - 4) {
+        reader.refuse(at, broken + "a trie of " + std::to_string(trie_bytes) + " bytes in " +
+                              std::to_string(charsmap.size() - 4) + " (not a positive multiple of 4 that fits)");
+    }
+    const std::string_view trie = charsmap.substr(4, trie_bytes);
+    const size_t units = trie_bytes / 4;
+    const size_t strings_bytes = charsmap.size() - 4 - trie_bytes;
+    for (size_t p = 0; p < units; ++p) {
+        const uint32_t unit = little_endian_u32(trie, 4 * p);
+        if (p != 0 && (unit >> 31) != 0) continue;  // a leaf: a walk reads its value, never walks on
+        const size_t children = p ^ darts_offset(unit);
+        if ((children | 0xFF) >= units) {
+            reader.refuse(at, broken + "trie unit " + std::to_string(p) + " points outside the trie's " +
+                                  std::to_string(units) + " units");
+        }
+        const bool has_leaf = ((unit >> 8) & 1) != 0;
+        if (has_leaf && (little_endian_u32(trie, 4 * children) & 0x7FFFFFFF) >= strings_bytes) {
+            reader.refuse(at, broken + "trie unit " + std::to_string(p) + "'s value points outside the " +
+                                  std::to_string(strings_bytes) + " bytes of normalized strings");
+        }
+    }
+}
+
+// A NormalizerSpec (the model's normalizer_spec or denormalizer_spec): its rules, field 2, if
+// any. Protobuf merges repeated occurrences; each is checked.
+void check_normalizer(std::string_view message, size_t base, const char* name, const std::string& path) {
+    WireReader reader(message, base, name, path);
+    while (!reader.done()) {
+        const size_t field_start = reader.offset() - base;
+        const Field field = reader.next();
+        if (field.number != 2) continue;
+        if (field.wire_type != kLengthDelimited) {
+            reader.refuse(field_start, std::string("field 2 (precompiled_charsmap) is ") +
+                                           wire_type_name(field.wire_type) + ", not length-delimited");
+        }
+        check_charsmap(field.bytes, reader, reader.offset_of(field) - base);
+    }
+}
+
 }  // namespace
 
 void check_tokenizer_model(std::string_view bytes, const std::string& path) {
@@ -146,10 +209,18 @@ void check_tokenizer_model(std::string_view bytes, const std::string& path) {
     while (!reader.done()) {
         const size_t field_start = reader.offset();
         const Field field = reader.next();
-        if (field.number != 1) continue;  // the specs and anything newer: protobuf's to check
+        const char* name = field.number == 1   ? "a piece"
+                           : field.number == 3 ? "the normalizer spec"
+                           : field.number == 5 ? "the denormalizer spec"
+                                               : nullptr;
+        if (name == nullptr) continue;  // the trainer spec, self-test data, anything newer: protobuf's to check
         if (field.wire_type != kLengthDelimited) {
-            reader.refuse(field_start, std::string("field 1 (a piece) is ") + wire_type_name(field.wire_type) +
-                                           ", not a length-delimited message");
+            reader.refuse(field_start, "field " + std::to_string(field.number) + " (" + name + ") is " +
+                                           wire_type_name(field.wire_type) + ", not a length-delimited message");
+        }
+        if (field.number != 1) {
+            check_normalizer(field.bytes, reader.offset_of(field), name, path);
+            continue;
         }
         if (pieces == kMaxTokenizerPieces) {
             reader.refuse(field_start, "more than " + std::to_string(kMaxTokenizerPieces) + " pieces");

@@ -1,10 +1,11 @@
 // Checks a tokenizer.model's bytes before SentencePiece sees them.
 //
 // Debian's libsentencepiece (0.1.97) does not survive every malformed model: a piece whose
-// string starts with a NUL byte (for the trie, a zero-length key) makes Darts throw from inside
+// string starts with a NUL byte (for its trie, a zero-length key) makes Darts throw from inside
 // a noexcept frame of the library during SentencePieceProcessor::Load, and the process
-// terminates. Debian ships no sentencepiece_model.pb.h, so the model is checked here, by a small
-// reader of its protobuf wire format (fuzz/README.md, the tokenizer_model finding).
+// terminates; normalization rules whose trie points outside itself make it read far outside the
+// file and crash. Debian ships no sentencepiece_model.pb.h, so the model is checked here, by a
+// small reader of its protobuf wire format (fuzz/README.md, the tokenizer_model finding).
 //
 // The wire format: a message is a sequence of fields, each a varint tag (field number << 3 |
 // wire type) and a value whose wire type says how to skip it:
@@ -16,18 +17,22 @@
 //       field 1: piece, the string (length-delimited)
 //       field 2: score, a float (4 bytes)
 //       field 3: type, an enum (varint)
-//   fields 2 to 5: trainer, normalizer and denormalizer specs, self-test data (skipped here;
-//   protobuf checks them and SentencePiece refuses them cleanly).
+//   fields 3 and 5: normalizer and denormalizer specs (NormalizerSpec), whose field 2,
+//       precompiled_charsmap, holds the normalization rules as a Darts trie (check_charsmap
+//       in the .cpp says what is checked)
+//   fields 2 and 4: trainer spec and self-test data (skipped here; protobuf checks them and
+//       SentencePiece refuses them cleanly).
 // Other fields are skipped by their wire type; groups (wire types 3 and 4, which SentencePiece
 // never writes) are refused.
 //
 // Refused, with one nce::Error line naming the file and "pass a tokenizer.model written by
 // training": a varint that runs off the end or past 64 bits, a field number 0, an unknown wire
-// type, a length or fixed-size value that runs past its message (a truncated file), a piece
-// field or piece-message field with the wrong wire type, a piece whose string is missing, empty
-// or holds a NUL byte, more than kMaxTokenizerPieces pieces. What passes may still be refused by
-// SentencePiece (duplicate pieces, no <unk>, a broken normalization blob): it reports those as a
-// status, which Tokenizer::load turns into an nce::Error.
+// type, a length or fixed-size value that runs past its message (a truncated file), a piece or
+// spec field with the wrong wire type, a piece whose string is missing, empty or holds a NUL
+// byte, more than kMaxTokenizerPieces pieces, normalization rules whose trie points outside
+// itself or its strings. What passes may still be refused by SentencePiece (duplicate pieces, no
+// <unk>, an unknown model type): it reports those as a status, which Tokenizer::load turns into
+// an nce::Error.
 #pragma once
 #include <cstddef>
 #include <string>

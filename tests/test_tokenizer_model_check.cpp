@@ -1,8 +1,9 @@
 // The tokenizer model check (data/tokenizer_model_check.h): a trained model passes and loads;
 // models built by hand from a trained model's bytes (a piece's string emptied, a piece that
-// starts with a NUL byte, truncated bytes, bad varints, wrong wire types, too many pieces, a
-// file over the size limit) are one nce::Error line naming the file, before SentencePiece sees
-// them (some of them make SentencePiece terminate the process).
+// starts with a NUL byte, truncated bytes, bad varints, wrong wire types, normalization rules
+// that point outside themselves, too many pieces, a file over the size limit) are one nce::Error
+// line naming the file, before SentencePiece sees them (some of them make SentencePiece
+// terminate the process or crash).
 #include <unistd.h>
 
 #include <cstdint>
@@ -139,6 +140,26 @@ TEST_CASE("tokenizer model check: a trained model passes and loads; hand-broken 
 
     // Fields the check does not know are skipped by wire type (protobuf keeps them as unknown).
     CHECK(load_error(file, trained + "\xa0\x06\x07" + std::string("\xa9\x06", 2) + std::string(8, '\0')) == "");
+
+    // Normalization rules (nmt_nfkc, a Darts trie of 177,152 bytes after its 4-byte size) whose
+    // root points 4 GB outside the trie: SentencePiece reads there and crashes. A trie size
+    // past the rules' end is refused too.
+    const std::string trie_size("\x00\xb4\x02\x00", 4);
+    const size_t rules_at = trained.find(trie_size, trained.find("nmt_nfkc"));
+    REQUIRE(rules_at != std::string::npos);
+    std::string far_root = trained;
+    far_root.replace(rules_at + 4, 4, std::string("\x00\xfe\xff\xff", 4));
+    check_refusal(load_error(file, far_root), file,
+                  "the normalizer spec: its normalization rules (precompiled_charsmap) are broken: trie unit 0 "
+                  "points outside the trie's 44288 units");
+    std::string long_trie = trained;
+    long_trie.replace(rules_at, 4, std::string("\x00\xff\xff\x00", 4));
+    check_refusal(load_error(file, long_trie), file, "a trie of 16776960 bytes in");
+    CHECK(load_error(file, trained + length_delimited(5, length_delimited(1, "identity"))) == "");
+    check_refusal(load_error(file, trained + length_delimited(5, length_delimited(2, "\x08"))), file,
+                  "the denormalizer spec: its normalization rules (precompiled_charsmap) are broken: they are "
+                  "shorter");
+    check_refusal(load_error(file, trained + "\x18\x01"), file, "field 3 (the normalizer spec) is a varint");
 
     // More pieces than any real vocabulary.
     std::string many;
