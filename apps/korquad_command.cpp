@@ -8,6 +8,8 @@
 // character bigrams inside words (Korean particles stick to words, so bigrams find a word
 // under another particle), the trained model, and the hybrid of the better BM25 and the
 // model. The run itself is apps/retrieval/retrieval_app.h.
+#include <fmt/format.h>
+
 #include <filesystem>
 
 #include "apps/commands.h"
@@ -35,7 +37,12 @@ data::RetrievalDataset load_korquad(const retrieval::RunConfig& config) {
     if (!config.data.empty()) {
         NCE_CHECK(std::filesystem::is_regular_file(config.data),
                   "--data {}: no such file (give a KorQuAD 1.0 JSON file, e.g. KorQuAD_v1.0_dev.json)", config.data);
-        return data::read_korquad(config.data, data::Leniency::Strict);
+        // --lenient: a bad record (an answer not at its answer_start, ...) is counted and skipped.
+        bool lenient = config.app.contains("lenient") && config.app.at("lenient") == true;
+        data::RetrievalDataset dataset = data::read_korquad(config.data, lenient ? data::Leniency::Lenient : data::Leniency::Strict);
+        for (const auto& [reason, count] : dataset.report.skipped)
+            fmt::print("--lenient: skipped {} record(s) of {}: {}\n", count, config.data, reason);
+        return dataset;
     }
     retrieval::create_output_folder(config.output);
     korquad::KorquadGeneratorOptions options;

@@ -27,6 +27,10 @@ struct Relevance {
     double score = 1.0;     // the source's score (StackExchange votes), 1 where there is none
     int64_t rank = 0;       // 0 = best, by score within the query
     bool accepted = false;  // StackExchange's accepted answer
+    // Where the answer sits in the passage's text, in bytes [answer_begin, answer_end)
+    // (KorQuAD's answer_start, converted from code points); -1 where the source has none.
+    int64_t answer_begin = -1;
+    int64_t answer_end = -1;
 };
 
 // What a reader found, for `nce data stats` and error reports.

@@ -143,7 +143,11 @@ RetrievalDataset read_korquad(const std::string& path, Leniency leniency) {
                 }
                 int64_t query_index = static_cast<int64_t>(dataset.queries.size());
                 dataset.queries.push_back({*id, *string_field(qa, "question"), *title});
-                dataset.relevance.push_back({query_index, passage_index, 1.0, 0, false});
+                // The first answer's place (checked above), for training on the window that holds it.
+                const json& answer = qa["answers"][0];
+                int64_t answer_begin = static_cast<int64_t>(offsets.byte_offset(answer["answer_start"].get<int64_t>()));
+                int64_t answer_end = answer_begin + static_cast<int64_t>(answer["text"].get_ref<const std::string&>().size());
+                dataset.relevance.push_back({query_index, passage_index, 1.0, 0, false, answer_begin, answer_end});
                 ++report.records["questions"];
             }
         }

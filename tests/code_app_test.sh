@@ -66,7 +66,7 @@ echo -e 'def test_nothing():\n    """Left out: a test."""\n    assert True\n' >"
 
 # ---- a tiny run: a small model, 16 steps ----
 cat >"$scratch/tiny.json" <<'JSON'
-{"vocab_size": 120, "d_model": 32, "nhead": 2, "num_layers": 1, "dim_feedforward": 64,
+{"vocab_size": 120, "d_model": 32, "pretrain_steps": 3, "pretrain_batch_size": 8, "nhead": 2, "num_layers": 1, "dim_feedforward": 64,
  "max_query_length": 24, "max_passage_length": 32, "batch_size": 16, "max_steps": 16,
  "warmup_steps": 2, "evaluate_every": 8, "candidate_depth": 20,
  "app": {"split_by": "file", "require_docstring": true}}

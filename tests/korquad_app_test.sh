@@ -29,7 +29,7 @@ done
 
 # ---- a tiny run: 12 towns, a small model, 12 steps ----
 cat >"$scratch/tiny.json" <<'JSON'
-{"vocab_size": 400, "d_model": 32, "nhead": 2, "num_layers": 1, "dim_feedforward": 64,
+{"vocab_size": 400, "d_model": 32, "pretrain_steps": 3, "pretrain_batch_size": 8, "nhead": 2, "num_layers": 1, "dim_feedforward": 64,
  "max_query_length": 24, "max_passage_length": 40, "batch_size": 16, "max_steps": 12,
  "warmup_steps": 2, "evaluate_every": 6, "candidate_depth": 20, "app": {"articles": 12}}
 JSON
@@ -47,7 +47,9 @@ done
 for column in recall@1 recall@5 recall@10 mrr@10 ndcg@10; do
     expect_in "$scratch/run/results.json" "\"$column\"" "results.json has $column"
 done
-expect_in "$stdout" "were longer than 40 tokens and were truncated" "the run says how many passages were truncated"
+expect_in "$stdout" "positives moved off the first window" "the run says how many positives moved off the first window"
+expect_in "$stdout" "pretrained 3 steps on" "the run pretrains on the corpus first"
+expect_in "$scratch/run/results.json" "\"name\": \"pretrained model" "results.json has the pretrained row"
 expect_in "$stdout" "test passages longer than 40 tokens in overlapping chunks" "the model reads long test passages in chunks"
 expect_in "$scratch/run/metrics.svg" "<svg" "metrics.svg is an SVG"
 expect_in "$scratch/run/training_curves.svg" "polyline" "training_curves.svg draws a curve"
@@ -115,6 +117,51 @@ run korquad train --config "$scratch/deep.json" --output "$scratch/out_deep_conf
 expect_one_line_error "--config .*deep\.json: JSON nesting exceeds 64 levels" "$scratch/out_deep_config" "a config file nested 100,000 deep"
 run korquad train --data "$scratch/deep.json" --output "$scratch/out_deep_data"
 expect_one_line_error "deep\.json: JSON nesting exceeds 64 levels" "$scratch/out_deep_data" "a data file nested 100,000 deep"
+
+# ---- pretrain on the corpus alone, then train from it with --init ----
+run korquad pretrain --config "$scratch/tiny.json" --output "$scratch/pre" --seed 5
+expect_exit_zero "korquad pretrain"
+for file in pretrained.safetensors tokenizer.model pretrain_log.jsonl results.json metrics.svg; do
+    if [[ -s "$scratch/pre/$file" ]]; then pass "pretrain wrote $file"; else fail "pretrain did not write $file"; fi
+done
+expect_in "$stdout" "^pretrained model \\(imitates BM25\\)" "pretrain prints its table"
+expect_in "$stdout" "train --init .*pretrained.safetensors" "pretrain says how to fine-tune from it"
+run korquad train --config "$scratch/tiny.json" --output "$scratch/from_init" --seed 5 --init "$scratch/pre/pretrained.safetensors"
+expect_exit_zero "korquad train --init"
+expect_in "$stdout" "starting from .*pretrained.safetensors" "train --init starts from the checkpoint"
+if grep -q "pretraining on the corpus" "$stdout"; then fail "train --init pretrained again"; else pass "train --init skips pretraining"; fi
+if cmp -s "$scratch/pre/tokenizer.model" "$scratch/from_init/tokenizer.model"; then
+    pass "train --init uses the checkpoint's tokenizer"
+else
+    fail "train --init did not take the tokenizer beside the checkpoint"
+fi
+run korquad train --config "$scratch/tiny.json" --output "$scratch/no_pre" --seed 5 --no-pretrain
+expect_exit_zero "korquad train --no-pretrain"
+if grep -q "pretraining on the corpus" "$stdout"; then fail "--no-pretrain pretrained"; else pass "--no-pretrain skips pretraining"; fi
+
+# ---- bad input for pretraining, --init and answers ----
+run korquad train --config "$scratch/tiny.json" --output "$scratch/out_init_size" --d-model 16 --init "$scratch/pre/pretrained.safetensors"
+expect_one_line_error "--init .*d_model 32.*d_model 16" "$scratch/out_init_size" "an --init checkpoint of another size"
+run korquad train --config "$scratch/tiny.json" --output "$scratch/out_init_missing" --init "$scratch/none.safetensors"
+expect_one_line_error "--init .*none.safetensors: no such file" "$scratch/out_init_missing" "a missing --init checkpoint"
+if [[ -f "$fixtures/sig_predictor.safetensors" ]]; then
+    run korquad train --config "$scratch/tiny.json" --output "$scratch/out_init_kind" --init "$fixtures/sig_predictor.safetensors"
+    expect_one_line_error "sig_predictor" "$scratch/out_init_kind" "an --init checkpoint of another model kind"
+fi
+run korquad train --config "$scratch/tiny.json" --output "$scratch/out_tiny_corpus" --pretrain-candidates 100000
+expect_one_line_error "pretraining: the corpus gives [0-9]+ windows of text, too few" "$scratch/out_tiny_corpus" "a corpus too small to pretrain on"
+# An answer moved one character off its answer_start: strict stops, --lenient counts and skips it.
+/usr/bin/python3 - "$scratch/run/korquad_generated.json" "$scratch/shifted.json" <<'PY'
+import json, sys
+data = json.load(open(sys.argv[1], encoding="utf-8"))
+data["data"][0]["paragraphs"][0]["qas"][0]["answers"][0]["answer_start"] += 1
+json.dump(data, open(sys.argv[2], "w", encoding="utf-8"), ensure_ascii=False)
+PY
+run korquad train --config "$scratch/tiny.json" --data "$scratch/shifted.json" --output "$scratch/out_shifted"
+expect_one_line_error "is not at answer_start" "$scratch/out_shifted" "an answer that is not at its answer_start"
+run korquad train --config "$scratch/tiny.json" --data "$scratch/shifted.json" --output "$scratch/lenient" --lenient
+expect_exit_zero "korquad train --lenient"
+expect_in "$stdout" "--lenient: skipped 1 record\\(s\\) of .*shifted.json: answer not at answer_start" "--lenient counts the skipped answer"
 
 if [[ $failures -ne 0 ]]; then
     echo "$failures failed"

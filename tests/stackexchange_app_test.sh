@@ -36,7 +36,7 @@ done
 
 # ---- a tiny run: 150 generated questions, a small model, a dozen steps ----
 cat >"$scratch/tiny.json" <<'JSON'
-{"vocab_size": 150, "d_model": 32, "nhead": 2, "num_layers": 1, "dim_feedforward": 64,
+{"vocab_size": 150, "d_model": 32, "pretrain_steps": 3, "pretrain_batch_size": 8, "nhead": 2, "num_layers": 1, "dim_feedforward": 64,
  "max_query_length": 24, "max_passage_length": 20, "batch_size": 16, "max_steps": 12,
  "warmup_steps": 2, "evaluate_every": 6, "candidate_depth": 20,
  "app": {"questions": 150, "losses": ["infonce", "triplet", "listwise"], "in_batch_questions": 8,

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <iterator>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -13,6 +14,8 @@
 #include "apps/retrieval/axis_ticks.h"
 #include "apps/retrieval/metric_table.h"
 #include "apps/retrieval/passage_index.h"
+#include "apps/retrieval/pretraining.h"
+#include "apps/retrieval/training_windows.h"
 #include "apps/retrieval/rankings.h"
 #include "apps/retrieval/run_config.h"
 #include "apps/retrieval/svg_charts.h"
@@ -454,4 +457,155 @@ TEST_CASE("passage index: index.json or a chunks.jsonl line nested 100,000 deep 
     write("chunks.jsonl", R"({"passage_id": "p1", "group": "g1", "text": "the river opens early"})" "\n" + deep + "\n");
     CHECK_ERROR_MENTIONS(search_passage_index(index_dir, "a question", 3),
                          "--index " + index_dir + ": chunks.jsonl line 2: JSON nesting exceeds 64 levels at byte 64");
+}
+
+namespace {
+
+// A small word-level tokenizer over `texts`, in its own folder (removed at the end).
+struct SmallTokenizer {
+    fs::path folder;
+    data::Tokenizer tokenizer;
+    explicit SmallTokenizer(const std::vector<std::string>& texts, const std::string& name)
+        : folder(fs::temp_directory_path() / fmt::format("nce_test_{}_{}", name, getpid())),
+          tokenizer(train_small(texts, folder)) {}
+    ~SmallTokenizer() { fs::remove_all(folder); }
+    static data::Tokenizer train_small(const std::vector<std::string>& texts, const fs::path& folder) {
+        fs::remove_all(folder);
+        data::TokenizerOptions options;
+        options.vocab_size = 28;
+        options.character_coverage = 1.0;
+        return data::Tokenizer::train(texts, options, folder.string());
+    }
+};
+
+// "w0 w1 w2 ... w{n-1}": n distinct words, each a handful of pieces.
+std::string numbered_words(int count, const std::string& prefix) {
+    std::string text;
+    for (int i = 0; i < count; ++i) text += (i ? " " : "") + prefix + std::to_string(i);
+    return text;
+}
+
+}  // namespace
+
+TEST_CASE("training windows: the positive is the window holding the answer; others by shared words") {
+    std::string long_text = numbered_words(120, "river");  // many windows of 16 tokens
+    std::string short_text = "hills";
+    SmallTokenizer small({long_text, short_text, "where is river97", "hills and rivers"}, "windows");
+    data::RetrievalDataset train;
+    train.passages = {{"long", long_text, "g"}, {"short", short_text, "g"}};
+    train.queries = {{"q0", "where is river97", "g"}, {"q1", "what about hills", "g"},
+                     {"q2", "river3 river4", "g"}, {"q3", "river111 river112", "g"}};
+    // q0's answer "river97" by its bytes; q2 and q3 have no answer position (word rule).
+    int64_t answer = static_cast<int64_t>(long_text.find("river97 "));
+    train.relevance = {{0, 0, 1.0, 0, false, answer, answer + 7},
+                       {1, 1, 1.0, 0, false, 0, 1},
+                       {2, 0, 1.0, 0, false, -1, -1},
+                       {3, 0, 1.0, 0, false, -1, -1}};
+    TrainingWindows windows = training_windows(train, small.tokenizer, 16, 4);
+    REQUIRE(windows.dataset.relevance.size() == 4);
+    CHECK(windows.positives == 4);
+    CHECK(windows.passages_split == 1);
+    CHECK(windows.placed_by_answer == 1);  // the short passage is one window: nothing to place
+    CHECK(windows.placed_by_words == 2);
+    CHECK(windows.moved == 2);             // q0 and q3; q2's words are in the first window
+    auto text_of = [&](size_t relevance) {
+        return windows.dataset.passages[static_cast<size_t>(windows.dataset.relevance[relevance].passage)].text;
+    };
+    CHECK(text_of(0).find("river97") != std::string::npos);
+    CHECK(text_of(0).find("river0 ") == std::string::npos);
+    CHECK(text_of(1) == short_text);
+    CHECK(text_of(2).rfind("river0 ", 0) == 0);  // the first window
+    CHECK(text_of(3).find("river111") != std::string::npos);
+    // The answer's bytes now count within the window's text.
+    const data::Relevance& moved = windows.dataset.relevance[0];
+    CHECK(text_of(0).substr(static_cast<size_t>(moved.answer_begin), 7) == "river97");
+    // Every window is the passage's own text, and each chosen window appears once.
+    for (const data::Passage& passage : windows.dataset.passages)
+        CHECK((long_text.find(passage.text) != std::string::npos || passage.text == short_text));
+    std::set<std::string> distinct;
+    for (const data::Passage& passage : windows.dataset.passages) distinct.insert(passage.text);
+    CHECK(distinct.size() == windows.dataset.passages.size());
+}
+
+TEST_CASE("pseudo-queries: 3 to 12 words of one sentence of the window, the same for the same seed") {
+    std::string window = "The old bridge was rebuilt in 1931 after the flood. Markets open early on Sundays!\n"
+                         "short line\nThe river runs past the hills and the quiet town every spring.";
+    std::set<std::string> seen;
+    for (uint64_t seed = 0; seed < 200; ++seed) {
+        Generator first(seed), second(seed);
+        std::string query = draw_pseudo_query(window, first);
+        CHECK(query == draw_pseudo_query(window, second));
+        std::istringstream words(query);
+        std::vector<std::string> parts{std::istream_iterator<std::string>(words), std::istream_iterator<std::string>()};
+        CHECK(parts.size() >= 3);
+        CHECK(parts.size() <= 12);
+        // All words from one sentence, in order.
+        bool in_one = false;
+        for (const std::string sentence : {"The old bridge was rebuilt in 1931 after the flood.",
+                                           "Markets open early on Sundays!",
+                                           "The river runs past the hills and the quiet town every spring."}) {
+            size_t at = 0;
+            bool all = true;
+            for (const std::string& part : parts) {
+                at = sentence.find(part, at);
+                if (at == std::string::npos) { all = false; break; }
+                at += part.size();
+            }
+            in_one = in_one || all;
+        }
+        CHECK_MESSAGE(in_one, query);
+        CHECK(query.find("short line") == std::string::npos);  // a 2-word line is never drawn
+        seen.insert(query);
+    }
+    CHECK(seen.size() > 50);  // varied
+    Generator generator(1);
+    CHECK(draw_pseudo_query("   ", generator).empty());
+    CHECK(draw_pseudo_query("two words", generator) == "two words");
+}
+
+TEST_CASE("pretraining: imitating BM25 on the corpus alone lifts a fresh model's retrieval of real questions") {
+    // 16 generated towns (80 paragraphs, about 400 questions); the questions are never read
+    // by pretraining, only used to score it afterwards.
+    korquad::KorquadGeneratorOptions generator_options;
+    generator_options.articles = 16;
+    generator_options.seed = 3;
+    fs::path folder = fs::temp_directory_path() / fmt::format("nce_test_pretraining_{}", getpid());
+    fs::create_directories(folder);
+    korquad::write_generated_korquad((folder / "korquad.json").string(), generator_options);
+    data::RetrievalDataset dataset = data::read_korquad((folder / "korquad.json").string(), data::Leniency::Strict);
+    std::vector<std::string> texts, questions, paragraphs;
+    for (const data::Passage& passage : dataset.passages) texts.push_back(passage.text), paragraphs.push_back(passage.text);
+    for (const data::Query& query : dataset.queries) questions.push_back(query.text);
+    data::TokenizerOptions tokenizer_options;
+    tokenizer_options.vocab_size = 400;
+    tokenizer_options.seed = 1;
+    data::Tokenizer tokenizer = data::Tokenizer::train(texts, tokenizer_options, folder.string());
+
+    RunConfig config;
+    config.d_model = 32;
+    config.nhead = 2;
+    config.num_layers = 1;
+    config.dim_feedforward = 64;
+    config.max_query_length = 24;
+    config.max_passage_length = 48;
+    config.pretrain_steps = 300;
+    config.pretrain_batch_size = 16;
+    config.learning_rate = 3e-3;
+    config.seed = 2;
+    auto mrr_of = [&](nn::EmbeddingModel& model) {
+        Tensor q = encode_texts(model, tokenizer, questions, config.max_query_length, 64);
+        Tensor p = encode_texts(model, tokenizer, paragraphs, config.max_passage_length, 64);
+        return eval::retrieval_metrics(passage_lists(dense_rankings(q, p, 10)), relevant_sets(dataset), {10}).at(10).mrr;
+    };
+    std::unique_ptr<nn::EmbeddingModel> fresh = make_text_encoder(config, tokenizer.vocab_size());
+    double before = mrr_of(*fresh);
+    PretrainingReport report = pretrain_text_encoder(*fresh, tokenizer, dataset.passages,
+                                                     LexicalTokens::WhitespaceAndBigrams, 8, config, "");
+    double after = mrr_of(*fresh);
+    fs::remove_all(folder);
+    MESSAGE("MRR@10 of the generated questions over 80 paragraphs: fresh ", before, ", pretrained ", after,
+            "; pseudo-query top-1: BM25 ", report.teacher_top1, ", model ", report.model_top1);
+    CHECK(report.steps == 80);
+    CHECK(report.model_top1 > 0.2);  // the model learnt to find a pseudo-query's window
+    CHECK(after > before + 0.015);   // and some of it carries over to questions it never saw
 }

@@ -51,17 +51,24 @@ std::vector<PassageChunk> chunk_passages(const std::vector<data::Passage>& passa
     std::vector<PassageChunk> chunks;
     for (size_t index = 0; index < passages.size(); ++index) {
         const data::Passage& passage = passages[index];
-        std::vector<int64_t> ids = tokenizer.encode_ids(passage.text);
-        if (ids.empty()) continue;  // nothing to find
-        int64_t total = static_cast<int64_t>(ids.size());
+        data::Tokenizer::PiecesWithOffsets pieces = tokenizer.encode_with_offsets(passage.text);
+        if (pieces.ids.empty()) continue;  // nothing to find
+        int64_t total = static_cast<int64_t>(pieces.ids.size());
+        int64_t passage_index = static_cast<int64_t>(index);
         if (total <= max_tokens) {
-            chunks.push_back({static_cast<int64_t>(index), passage.id, passage.group, passage.text});
+            chunks.push_back({passage_index, passage.id, passage.group, passage.text, 0,
+                              static_cast<int64_t>(passage.text.size())});
             continue;
         }
+        // Window [start, end) of pieces is the text from its first piece's first byte to its
+        // last piece's last byte: the passage's own words, never a re-decoding of them.
         for (int64_t start = 0;; start += max_tokens - overlap) {
             int64_t end = std::min(total, start + max_tokens);
-            std::vector<int64_t> window(ids.begin() + start, ids.begin() + end);
-            chunks.push_back({static_cast<int64_t>(index), passage.id, passage.group, tokenizer.decode(window)});
+            int64_t begin_byte = pieces.begin[static_cast<size_t>(start)];
+            int64_t end_byte = std::max(begin_byte, pieces.end[static_cast<size_t>(end - 1)]);
+            std::string text = passage.text.substr(static_cast<size_t>(begin_byte), static_cast<size_t>(end_byte - begin_byte));
+            if (text.find_first_not_of(" \t\n\r") != std::string::npos)
+                chunks.push_back({passage_index, passage.id, passage.group, std::move(text), begin_byte, end_byte});
             if (end == total) break;
         }
     }

@@ -4,7 +4,8 @@
 // Chunking (in the model's tokens, so every chunk fits the model):
 //   a passage of n tokens with window W = max_tokens and overlap O (0 <= O < W) gives the
 //   windows [0, W), [W - O, 2W - O), ... until the end is covered; a passage of n <= W
-//   tokens is one chunk, its own text. Each chunk's text is its tokens decoded.
+//   tokens is one chunk, its own text. Each chunk's text is the stretch of the passage its
+//   tokens came from (the original characters, not a decoding of the tokens).
 //   n = 300, W = 128, O = 32:  [0, 128) [96, 224) [192, 300)
 //
 // An index folder holds everything a search needs, so it can be moved on its own:
@@ -31,7 +32,9 @@ struct PassageChunk {
     int64_t passage = 0;     // index into the passages chunked
     std::string passage_id;  // that passage's id
     std::string group;       // and its group
-    std::string text;
+    std::string text;        // the passage's own text from byte `begin` to byte `end`
+    int64_t begin = 0;
+    int64_t end = 0;
 };
 
 // Cuts each passage into windows as above; throws unless 0 <= overlap < max_tokens.

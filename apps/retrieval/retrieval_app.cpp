@@ -11,12 +11,15 @@
 #include <set>
 
 #include "apps/retrieval/passage_index.h"
+#include "apps/retrieval/pretraining.h"
 #include "apps/retrieval/svg_charts.h"
 #include "apps/retrieval/text_model.h"
+#include "apps/retrieval/training_windows.h"
 #include "distributed/rank_output_folder.h"
 #include "distributed/world.h"
 #include "engine/error.h"
 #include "engine/threads.h"
+#include "nn/checkpoint.h"
 
 namespace nce::apps::retrieval {
 namespace {
@@ -136,6 +139,24 @@ void report(const RetrievalApp& app, const RunConfig& config, const RunFiles& fi
                outcome.seconds);
 }
 
+// A run's output folder that did not exist before the run is removed again when the run
+// stops before its model starts learning from pairs (a bad setting, data too small to
+// pretrain on, an --init of another size): nothing is left half written.
+class NewFolderGuard {
+public:
+    explicit NewFolderGuard(std::string path) : path_(std::move(path)), is_new_(!fs::exists(path_)) {}
+    ~NewFolderGuard() {
+        std::error_code ignored;
+        if (is_new_ && !kept_) fs::remove_all(path_, ignored);
+    }
+    void keep() { kept_ = true; }
+
+private:
+    std::string path_;
+    bool is_new_;
+    bool kept_ = false;
+};
+
 // A config whose maximum lengths fit the model's positions (eval of a model trained with others).
 RunConfig fitted_to(const RunConfig& config, const nn::EmbeddingModel& model) {
     RunConfig fitted = config;
@@ -150,6 +171,79 @@ data::Tokenizer tokenizer_for(const std::string& checkpoint_path, const RunFiles
     std::string path = fs::is_regular_file(beside) ? beside.string() : files.tokenizer;
     NCE_CHECK(fs::is_regular_file(path), "tokenizer {}: no such file (train first: it is written beside the model)", path);
     return data::Tokenizer::load(path);
+}
+
+// The model --init names, checked against the run's sizes: a checkpoint of another kind or
+// size is one line naming both and the flags to change.
+std::unique_ptr<nn::EmbeddingModel> load_init(const RunConfig& config, int64_t vocab_size) {
+    std::unique_ptr<nn::EmbeddingModel> model = load_text_encoder(config.init);  // names the file when it is no text_encoder
+    const nn::ModelConfig& found = model->config();
+    nn::ModelConfig wanted = text_encoder_config(config, vocab_size);
+    auto sizes = [](const nn::ModelConfig& c) {
+        return fmt::format("vocabulary {}, max_len {}, d_model {}, {} layers, {} heads, dim_feedforward {}", c.vocab_size,
+                           c.max_len, c.d_model, c.num_layers, c.nhead, c.dim_feedforward);
+    };
+    NCE_CHECK(sizes(found) == sizes(wanted) && found.out_dim == wanted.out_dim,
+              "--init {}: the checkpoint is a text_encoder of {}, but this run builds one of {}; pass the sizes it "
+              "was trained with (--d-model, --num-layers, --nhead, --dim-feedforward, --max-query-length, "
+              "--max-passage-length) or another checkpoint", config.init, sizes(found), sizes(wanted));
+    return model;
+}
+
+// The run's tokenizer: with --init, the tokenizer.model beside that checkpoint (its ids are
+// the ones the checkpoint learned), copied into the output folder; else one trained on the
+// training split's texts.
+data::Tokenizer run_tokenizer(const RunConfig& config, const data::DatasetSplits& splits, const RunFiles& files) {
+    if (!config.init.empty()) {
+        fs::path beside = fs::path(config.init).parent_path() / "tokenizer.model";
+        NCE_CHECK(fs::is_regular_file(config.init), "--init {}: no such file (give a model checkpoint, e.g. "
+                  "runs/<app>/pretrained.safetensors)", config.init);
+        load_text_encoder(config.init);  // a checkpoint of another kind: the error names it
+        NCE_CHECK(fs::is_regular_file(beside), "--init {}: no tokenizer.model beside it; the checkpoint's token ids "
+                  "need the tokenizer it was trained with (keep the run's folder together)", config.init);
+        std::error_code error;
+        if (!fs::equivalent(beside, files.tokenizer, error)) {
+            std::string temporary = files.tokenizer + ".tmp-init";
+            fs::copy_file(beside, temporary, fs::copy_options::overwrite_existing, error);
+            if (!error) fs::rename(temporary, files.tokenizer, error);
+            NCE_CHECK(!error, "--init {}: cannot copy its tokenizer.model into {}: {}", config.init, files.output,
+                      error.message());
+        }
+        return data::Tokenizer::load(files.tokenizer);
+    }
+    std::vector<std::string> tokenizer_texts = query_texts_of(splits.train);
+    for (const std::string& text : passage_texts_of(splits.train)) tokenizer_texts.push_back(text);
+    return train_run_tokenizer(tokenizer_texts, config, config.output);
+}
+
+// Corpus pretraining of `model` (pretraining.h) over every passage of the data set; saves
+// pretrained.safetensors. Prints what it did.
+PretrainingReport pretrain_and_save(const RetrievalApp& app, const RunConfig& config, const RunFiles& files,
+                                    const data::Tokenizer& tokenizer, const data::RetrievalDataset& dataset,
+                                    nn::EmbeddingModel& model) {
+    fmt::print("pretraining on the corpus ({} passages): imitating BM25 ({}) on pseudo-queries\n",
+               dataset.passages.size(), lexical_tokens_name(app.bm25_variants.back()));
+    std::fflush(stdout);
+    PretrainingReport report = pretrain_text_encoder(model, tokenizer, dataset.passages, app.bm25_variants.back(),
+                                                     app.chunk_overlap, config, files.pretrain_log);
+    nn::save_model(files.pretrained, model, {{"pretraining", "imitating BM25 on the corpus"}});
+    fmt::print("pretrained {} steps on {} windows in {:.1f} s (last loss {:.4f}); on {} fresh pseudo-queries the source "
+               "window is BM25's top 1 for {:.2f} of them and the model's for {:.2f}\n",
+               report.steps, report.windows, report.seconds, report.last_loss, 200, report.teacher_top1,
+               report.model_top1);
+    std::fflush(stdout);
+    return report;
+}
+
+nlohmann::json pretraining_facts(const PretrainingReport& report) {
+    return {{"corpus", "every passage of the data set (no query, no label)"},
+            {"passages", report.passages},
+            {"windows", report.windows},
+            {"steps", report.steps},
+            {"last_loss", report.last_loss},
+            {"seconds", report.seconds},
+            {"teacher_top1_on_pseudo_queries", report.teacher_top1},
+            {"model_top1_on_pseudo_queries", report.model_top1}};
 }
 
 }  // namespace
@@ -172,7 +266,8 @@ data::DatasetSplits split_for_app(const RetrievalApp& app, const data::Retrieval
 
 RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, const data::Tokenizer& tokenizer,
                              nn::EmbeddingModel* untrained, nn::EmbeddingModel& model, const std::string& model_row,
-                             const data::RetrievalDataset& validation, const data::RetrievalDataset& test) {
+                             const data::RetrievalDataset& validation, const data::RetrievalDataset& test,
+                             nn::EmbeddingModel* pretrained) {
     RunOutcome outcome;
     outcome.table.title = fmt::format("nce {}: test split, {} queries over {} passages", app.name, test.queries.size(),
                                       test.passages.size());
@@ -235,6 +330,10 @@ RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, c
             best_validation_lexical = std::move(on_validation);
         }
     }
+    if (pretrained)
+        outcome.table.rows.push_back(score_rankings("pretrained model (imitates BM25)",
+                                                    dense(*pretrained, test, nullptr, nullptr, nullptr), test_relevant,
+                                                    columns, bootstrap));
     RankedLists model_test =
         dense(model, test, &outcome.test_queries, &outcome.test_passages, &outcome.test_passages_in_chunks);
     outcome.table.rows.push_back(score_rankings(model_row, model_test, test_relevant, columns, bootstrap));
@@ -255,6 +354,7 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     config.output = output.path();
     auto start = Clock::now();
     RunFiles files(config.output);
+    NewFolderGuard new_folder(config.output);
     // Data first: bad data stops the run before it writes anything of its own.
     data::RetrievalDataset dataset = load_checked(app, config);
     data::DatasetSplits splits = split_for_app(app, dataset, config);
@@ -264,36 +364,54 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
                splits.train.passages.size(), splits.validation.queries.size(), splits.validation.passages.size(),
                splits.test.queries.size(), splits.test.passages.size());
 
-    // The tokenizer is the last thing a bad setting can stop (a vocabulary larger than the
-    // text allows); a folder this run created is removed again when it does, so nothing is
-    // left half written. The run's config.json is written once the tokenizer exists.
-    bool folder_is_new = !fs::exists(config.output);
+    // A bad setting found from here until training starts (a vocabulary larger than the text
+    // allows, an --init of another size, a corpus too small to pretrain on) removes the
+    // folder again (new_folder). The run's config.json is written once the tokenizer exists.
     create_output_folder(config.output);
-    std::vector<std::string> tokenizer_texts = query_texts_of(splits.train);
-    for (const std::string& text : passage_texts_of(splits.train)) tokenizer_texts.push_back(text);
-    data::Tokenizer tokenizer = [&] {
-        try {
-            return train_run_tokenizer(tokenizer_texts, config, config.output);
-        } catch (...) {
-            std::error_code ignored;
-            if (folder_is_new) fs::remove_all(config.output, ignored);
-            throw;
-        }
-    }();
+    data::Tokenizer tokenizer = run_tokenizer(config, splits, files);
     write_run_config(files.config, config);
     fmt::print("tokenizer: {} pieces ({})\n", tokenizer.vocab_size(), files.tokenizer);
     std::fflush(stdout);
 
     std::unique_ptr<nn::EmbeddingModel> untrained = make_text_encoder(config, tokenizer.vocab_size());
-    std::unique_ptr<nn::EmbeddingModel> model = make_text_encoder(config, tokenizer.vocab_size());
+    std::unique_ptr<nn::EmbeddingModel> model, pretrained;
+    nlohmann::json facts = {{"split", split_sizes(splits)}};
+    if (!config.init.empty()) {
+        model = load_init(config, tokenizer.vocab_size());
+        fmt::print("starting from {} (no corpus pretraining)\n", config.init);
+        facts["init"] = config.init;
+    } else {
+        model = make_text_encoder(config, tokenizer.vocab_size());
+        if (config.pretrain_steps != 0) {
+            facts["pretraining"] = pretraining_facts(pretrain_and_save(app, config, files, tokenizer, dataset, *model));
+            pretrained = load_text_encoder(files.pretrained);
+        }
+    }
+
+    // Long passages: each query trains on the window that holds its answer (training_windows.h).
+    data::RetrievalDataset train = splits.train;
+    if (app.chunked_passages) {
+        TrainingWindows windows = training_windows(splits.train, tokenizer, config.max_passage_length, app.chunk_overlap);
+        fmt::print("training windows: {} of {} training passages are longer than {} tokens; {} of {} positives moved off "
+                   "the first window ({} placed by the answer's position, {} by words shared with the query)\n",
+                   windows.passages_split, splits.train.passages.size(), config.max_passage_length, windows.moved,
+                   windows.positives, windows.placed_by_answer, windows.placed_by_words);
+        facts["training_windows"] = {{"passages_split", windows.passages_split},
+                                     {"positives", windows.positives},
+                                     {"moved_off_first_window", windows.moved},
+                                     {"placed_by_answer", windows.placed_by_answer},
+                                     {"placed_by_words", windows.placed_by_words}};
+        train = std::move(windows.dataset);
+    }
     fmt::print("training a text_encoder (d_model {}, {} layers) with {} for {} steps of {} rows on {} threads\n",
                config.d_model, config.num_layers, config.loss, config.max_steps, config.batch_size, num_threads());
     std::fflush(stdout);
-    TrainingReport training = train_text_encoder(*model, tokenizer, splits.train, splits.validation, config, files);
+    new_folder.keep();  // from here on a failure names the last good checkpoint, which must stay
+    TrainingReport training = train_text_encoder(*model, tokenizer, train, splits.validation, config, files);
     fmt::print("trained {} steps in {:.1f} s (last loss {:.4f}, best validation MRR@10 {:.3f})\n", training.result.steps,
                training.seconds, training.result.last_loss, training.result.best_metric.value_or(0.0));
     print_truncation("training queries", training.queries, config.max_query_length);
-    print_truncation("training passages", training.passages, config.max_passage_length);
+    if (!app.chunked_passages) print_truncation("training passages", training.passages, config.max_passage_length);
     std::fflush(stdout);
     if (!distributed::is_main_rank()) {  // rank 0 evaluates and reports
         RunOutcome trained_only;
@@ -302,10 +420,37 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     }
 
     RunOutcome outcome = evaluate_on_split(app, config, tokenizer, untrained.get(), *model, "trained model",
-                                           splits.validation, splits.test);
+                                           splits.validation, splits.test, pretrained.get());
     outcome.training = training;
     outcome.seconds = seconds_since(start);
-    report(app, config, files, outcome, {{"split", split_sizes(splits)}}, true);
+    report(app, config, files, outcome, facts, true);
+    return outcome;
+}
+
+RunOutcome run_pretrain(const RetrievalApp& app, const RunConfig& given_config) {
+    RunConfig config = given_config;
+    NCE_CHECK(config.init.empty(), "pretrain: --init does not apply (pretraining starts from a fresh model); drop it");
+    NCE_CHECK(config.pretrain_steps != 0, "pretrain: --no-pretrain or --pretrain-steps 0 leaves nothing to do; give a "
+              "step count or -1 (sized to the corpus)");
+    auto start = Clock::now();
+    RunFiles files(config.output);
+    NewFolderGuard new_folder(config.output);
+    data::RetrievalDataset dataset = load_checked(app, config);
+    data::DatasetSplits splits = split_for_app(app, dataset, config);
+    create_output_folder(config.output);
+    data::Tokenizer tokenizer = run_tokenizer(config, splits, files);
+    write_run_config(files.config, config);
+    fmt::print("tokenizer: {} pieces ({})\n", tokenizer.vocab_size(), files.tokenizer);
+    std::unique_ptr<nn::EmbeddingModel> untrained = make_text_encoder(config, tokenizer.vocab_size());
+    std::unique_ptr<nn::EmbeddingModel> model = make_text_encoder(config, tokenizer.vocab_size());
+    nlohmann::json facts = {{"split", split_sizes(splits)}};
+    facts["pretraining"] = pretraining_facts(pretrain_and_save(app, config, files, tokenizer, dataset, *model));
+    new_folder.keep();
+    RunOutcome outcome = evaluate_on_split(app, config, tokenizer, untrained.get(), *model,
+                                           "pretrained model (imitates BM25)", splits.validation, splits.test);
+    outcome.seconds = seconds_since(start);
+    report(app, config, files, outcome, facts, false);
+    fmt::print("fine-tune from it: nce {} train --init {}\n", app.name, files.pretrained);
     return outcome;
 }
 
@@ -324,8 +469,18 @@ RunOutcome run_eval(const RetrievalApp& app, const RunConfig& config, const std:
     create_output_folder(config.output);
     Generator generator(config.seed);
     std::unique_ptr<nn::EmbeddingModel> untrained = nn::make_model(model->config(), generator);
+    // The run's pretrained model, when the checkpoint's folder holds one, gets its row as in train.
+    fs::path pretrained_path = fs::path(checkpoint).parent_path() / "pretrained.safetensors";
+    std::unique_ptr<nn::EmbeddingModel> pretrained;
+    if (fs::is_regular_file(pretrained_path) && !fs::equivalent(pretrained_path, checkpoint)) {
+        pretrained = load_text_encoder(pretrained_path.string());
+        NCE_CHECK(pretrained->config().vocab_size == model->config().vocab_size &&
+                      pretrained->config().max_len == model->config().max_len,
+                  "{}: it does not match {} beside it (another run's file?); move it away", pretrained_path.string(),
+                  checkpoint);
+    }
     RunOutcome outcome = evaluate_on_split(app, fitted, tokenizer, untrained.get(), *model, "trained model",
-                                           splits.validation, splits.test);
+                                           splits.validation, splits.test, pretrained.get());
     outcome.seconds = seconds_since(start);
     report(app, fitted, files, outcome, {{"split", split_sizes(splits)}, {"checkpoint", checkpoint}}, false);
     return outcome;
@@ -346,6 +501,14 @@ CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, i
     auto train_options = make_options(*train);
     train->callback([app, train_options, &exit_code] {
         run_train(app, train_options->resolve());
+        exit_code = 0;
+    });
+
+    CLI::App* pretrain = command->add_subcommand(
+        "pretrain", "pretrain on the corpus alone (imitating BM25), evaluate, write pretrained.safetensors for --init");
+    auto pretrain_options = make_options(*pretrain);
+    pretrain->callback([app, pretrain_options, &exit_code] {
+        run_pretrain(app, pretrain_options->resolve());
         exit_code = 0;
     });
 

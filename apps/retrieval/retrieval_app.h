@@ -6,9 +6,14 @@
 //
 //   nce <app> [train]  [flags]        the whole run (also what `nce <app>` alone does):
 //       data -> split by group (train / validation / test) -> tokenizer on the train texts
-//       -> untrained model and BM25 rows on the test split -> training (train_text_encoder)
-//       -> trained model row -> hybrid row (weight chosen on validation) -> table on the
-//       terminal, results.json, metrics.svg, training_curves.svg, config.json
+//       (with --init: the one beside that checkpoint) -> corpus pretraining imitating BM25
+//       (pretraining.h; not with --init or --no-pretrain) -> training windows (with
+//       app.chunked_passages: each query's positive is the window holding its answer,
+//       training_windows.h) -> supervised training (train_text_encoder) -> rows on the test
+//       split -> table on the terminal, results.json, metrics.svg, training_curves.svg, config.json
+//   nce <app> pretrain [flags]
+//       data -> split -> tokenizer -> corpus pretraining -> pretrained.safetensors and the
+//       table with it as the model row; `train --init <output>/pretrained.safetensors` goes on
 //   nce <app> eval     [flags] [--checkpoint FILE]
 //       the same split and rows for an existing model (default: the run's model.safetensors)
 //   nce <app> index    [flags] [--checkpoint FILE] [--index DIR]
@@ -17,7 +22,7 @@
 //       the top-k passages with their scores
 //
 // The metric rows, in order: "untrained model", one "BM25 (<tokens>)" per variant,
-// "trained model", "hybrid (BM25 <tokens> + trained)". The hybrid fuses the BM25 variant with
+// "pretrained model (imitates BM25)" when the run pretrained, "trained model", "hybrid (BM25 <tokens> + trained)". The hybrid fuses the BM25 variant with
 // the best validation MRR@10 (see rankings.h for the fusion and its weight). Each cell has its
 // 95% interval, a bootstrap over the test queries seeded with the run's seed (metric_table.h).
 #pragma once
@@ -76,6 +81,11 @@ data::DatasetSplits split_for_app(const RetrievalApp& app, const data::Retrieval
 // The whole `train` run described above; prints progress lines and the table.
 RunOutcome run_train(const RetrievalApp& app, const RunConfig& config);
 
+// The `pretrain` run: data, split, tokenizer, corpus pretraining (pretraining.h), then the
+// table with the pretrained model as the model row; writes pretrained.safetensors and
+// tokenizer.model for `train --init`.
+RunOutcome run_pretrain(const RetrievalApp& app, const RunConfig& config);
+
 // The `eval` run: the table for the model in `checkpoint_path` (its tokenizer is the
 // tokenizer.model beside it, or the run's), written to results.json and metrics.svg.
 RunOutcome run_eval(const RetrievalApp& app, const RunConfig& config, const std::string& checkpoint_path);
@@ -85,7 +95,8 @@ RunOutcome run_eval(const RetrievalApp& app, const RunConfig& config, const std:
 // run_train and run_eval, for apps with their own flow (stackexchange compare).
 RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, const data::Tokenizer& tokenizer,
                              nn::EmbeddingModel* untrained, nn::EmbeddingModel& model, const std::string& model_row,
-                             const data::RetrievalDataset& validation, const data::RetrievalDataset& test);
+                             const data::RetrievalDataset& validation, const data::RetrievalDataset& test,
+                             nn::EmbeddingModel* pretrained = nullptr);
 
 // Adds `nce <app.name>` with train, eval, index and search to `parent`; with no subcommand
 // it runs train. Returns the app's command so the app can add more (compare).

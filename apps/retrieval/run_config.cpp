@@ -53,6 +53,10 @@ const std::vector<std::pair<std::string, std::string>>& field_help() {
         {"max_grad_norm", "clip the gradient norm to this (0: no clipping)"},
         {"evaluate_every", "steps between validation evaluations (0: none)"},
         {"patience", "evaluations without improvement before stopping (0: never)"},
+        {"init", "model checkpoint to start training from (same kind and size; skips pretraining)"},
+        {"pretrain_steps", "corpus pretraining steps before the pairs (-1: sized to the corpus, 0: none)"},
+        {"pretrain_batch_size", "pseudo-queries per pretraining step"},
+        {"pretrain_candidates", "BM25's top-k per pseudo-query, the pretraining teacher's candidates"},
         {"bm25_k1", "BM25 k1"},
         {"bm25_b", "BM25 b"},
         {"candidate_depth", "passages each ranking keeps (the hybrid fuses these)"},
@@ -142,6 +146,10 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
     c.max_grad_norm = json.at("max_grad_norm").get<double>();
     c.evaluate_every = json.at("evaluate_every").get<int64_t>();
     c.patience = json.at("patience").get<int64_t>();
+    c.init = json.at("init").get<std::string>();
+    c.pretrain_steps = json.at("pretrain_steps").get<int64_t>();
+    c.pretrain_batch_size = json.at("pretrain_batch_size").get<int64_t>();
+    c.pretrain_candidates = json.at("pretrain_candidates").get<int64_t>();
     c.bm25_k1 = json.at("bm25_k1").get<double>();
     c.bm25_b = json.at("bm25_b").get<double>();
     c.candidate_depth = json.at("candidate_depth").get<int64_t>();
@@ -183,6 +191,10 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
         {"max_grad_norm", c.max_grad_norm},
         {"evaluate_every", c.evaluate_every},
         {"patience", c.patience},
+        {"init", c.init},
+        {"pretrain_steps", c.pretrain_steps},
+        {"pretrain_batch_size", c.pretrain_batch_size},
+        {"pretrain_candidates", c.pretrain_candidates},
         {"bm25_k1", c.bm25_k1},
         {"bm25_b", c.bm25_b},
         {"candidate_depth", c.candidate_depth},
@@ -261,6 +273,12 @@ void validate_run_config(const RunConfig& c) {
     non_negative(c.max_grad_norm, "max_grad_norm");
     non_negative(static_cast<double>(c.evaluate_every), "evaluate_every");
     non_negative(static_cast<double>(c.patience), "patience");
+    NCE_CHECK(c.pretrain_steps >= -1, "config: pretrain_steps must be -1 (sized to the corpus), 0 (none) or a step "
+              "count, got {} (flag --pretrain-steps)", c.pretrain_steps);
+    NCE_CHECK(c.pretrain_batch_size >= 2, "config: pretrain_batch_size must be at least 2, got {} (flag "
+              "--pretrain-batch-size)", c.pretrain_batch_size);
+    NCE_CHECK(c.pretrain_candidates >= 2, "config: pretrain_candidates must be at least 2 (the teacher ranks them), got "
+              "{} (flag --pretrain-candidates)", c.pretrain_candidates);
     NCE_CHECK(c.bm25_k1 >= 0, "config: bm25_k1 must be >= 0, got {}", c.bm25_k1);
     NCE_CHECK(c.bm25_b >= 0 && c.bm25_b <= 1, "config: bm25_b must be in [0, 1], got {}", c.bm25_b);
     positive(c.candidate_depth, "candidate_depth");
@@ -284,6 +302,8 @@ void RunConfigOptions::add_to(CLI::App& command, const RunConfig& defaults) {
     }
     loss_parameter_option_ = command.add_option("--loss-parameter", loss_parameter_settings_,
                                                 "a loss parameter as key=value (e.g. tau=0.05); repeatable");
+    command.add_flag("--no-pretrain", no_pretrain_, "skip corpus pretraining (same as --pretrain-steps 0)");
+    command.add_flag("--lenient", lenient_, "count and skip the data's bad records instead of stopping at the first");
 }
 
 bool RunConfigOptions::given(const std::string& field) const {
@@ -339,6 +359,8 @@ RunConfig RunConfigOptions::resolve_from(RunConfig config) const {
         flags["loss_parameters"] = parameters;
     }
     apply_run_config_json(config, flags, "command line");
+    if (no_pretrain_) config.pretrain_steps = 0;
+    if (lenient_) config.app["lenient"] = true;
     validate_run_config(config);
     return config;
 }
@@ -348,6 +370,8 @@ RunFiles::RunFiles(const std::string& output_folder)
       config((fs::path(output_folder) / "config.json").string()),
       tokenizer((fs::path(output_folder) / "tokenizer.model").string()),
       model((fs::path(output_folder) / "model.safetensors").string()),
+      pretrained((fs::path(output_folder) / "pretrained.safetensors").string()),
+      pretrain_log((fs::path(output_folder) / "pretrain_log.jsonl").string()),
       best_checkpoint((fs::path(output_folder) / "training_best.safetensors").string()),
       last_checkpoint((fs::path(output_folder) / "training_last.safetensors").string()),
       log((fs::path(output_folder) / "train_log.jsonl").string()),

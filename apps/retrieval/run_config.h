@@ -62,6 +62,15 @@ struct RunConfig {
     int64_t evaluate_every = 50;       // steps between validation evaluations (MRR@10); 0: none
     int64_t patience = 0;              // evaluations without improvement before stopping; 0: never
 
+    // ---- where training starts ----
+    std::string init;                  // a model checkpoint to start from (same kind and size); empty: fresh
+    // Corpus pretraining before the pairs (apps/retrieval/pretraining.h): steps of imitating
+    // BM25 on pseudo-queries drawn from the corpus; -1: sized to the corpus; 0: none
+    // (also --no-pretrain, and none when starting from --init).
+    int64_t pretrain_steps = -1;
+    int64_t pretrain_batch_size = 32;  // pseudo-queries per pretraining step
+    int64_t pretrain_candidates = 4;   // BM25's top-k per pseudo-query, the teacher's candidates
+
     // ---- evaluation ----
     double bm25_k1 = 1.5;
     double bm25_b = 0.75;
@@ -98,6 +107,8 @@ public:
     RunConfig resolve_over_run() const;
     // Whether the flag for `field` ("data", "seed", ...) was given on the command line.
     bool given(const std::string& field) const;
+    // --no-pretrain was given (resolve() then sets pretrain_steps to 0).
+    bool no_pretrain() const { return no_pretrain_; }
 
 private:
     // `base` <- the --config file <- the flags given; validated.
@@ -109,6 +120,8 @@ private:
     std::map<std::string, CLI::Option*> options_;      // field -> its flag
     std::vector<std::string> loss_parameter_settings_; // "key=value"
     CLI::Option* loss_parameter_option_ = nullptr;
+    bool no_pretrain_ = false;  // --no-pretrain
+    bool lenient_ = false;      // --lenient: the data's bad records are counted and skipped (app.lenient)
 };
 
 // The files of a run, all inside `output`.
@@ -118,6 +131,8 @@ struct RunFiles {
     std::string config;           // config.json: the resolved RunConfig
     std::string tokenizer;        // tokenizer.model
     std::string model;            // model.safetensors: the trained (best) model
+    std::string pretrained;       // pretrained.safetensors: the model after corpus pretraining
+    std::string pretrain_log;     // pretrain_log.jsonl: its steps
     std::string best_checkpoint;  // training_best.safetensors: the trainer's best training checkpoint
     std::string last_checkpoint;  // training_last.safetensors
     std::string log;              // train_log.jsonl: the trainer's JSON-lines log
