@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -282,13 +283,23 @@ RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, c
                              validation_passages = passage_texts_of(validation);
     eval::Bm25Parameters bm25{config.bm25_k1, config.bm25_b};
     // The model's rankings of a split; with app.chunked_passages a passage scores as its best chunk.
-    auto dense = [&](nn::EmbeddingModel& encoder, const data::RetrievalDataset& split, TruncationCount* query_count,
-                     TruncationCount* passage_count, int64_t* passages_in_chunks) {
-        Tensor q = encode_texts(encoder, tokenizer, query_texts_of(split), config.max_query_length,
-                                config.encode_batch_size, query_count);
+    // The rankings of one or more encoders' embeddings side by side: each text's vector is
+    // the concatenation of every encoder's unit vector over sqrt(count), a unit vector whose
+    // inner products are the mean of the encoders' (SPAR's lexical model (+) dense model).
+    auto encode_all = [&](const std::vector<nn::EmbeddingModel*>& encoders, const std::vector<std::string>& texts,
+                          int64_t max_length, TruncationCount* count) {
+        std::vector<Tensor> parts;
+        for (size_t e = 0; e < encoders.size(); ++e)
+            parts.push_back(encode_texts(*encoders[e], tokenizer, texts, max_length, config.encode_batch_size,
+                                         e == 0 ? count : nullptr));
+        return parts.size() == 1 ? parts[0] : concat(parts, 1) * (1.0 / std::sqrt(static_cast<double>(parts.size())));
+    };
+    // The model's rankings of a split; with app.chunked_passages a passage scores as its best chunk.
+    auto dense_of = [&](const std::vector<nn::EmbeddingModel*>& encoders, const data::RetrievalDataset& split,
+                        TruncationCount* query_count, TruncationCount* passage_count, int64_t* passages_in_chunks) {
+        Tensor q = encode_all(encoders, query_texts_of(split), config.max_query_length, query_count);
         if (!app.chunked_passages) {
-            Tensor p = encode_texts(encoder, tokenizer, passage_texts_of(split), config.max_passage_length,
-                                    config.encode_batch_size, passage_count);
+            Tensor p = encode_all(encoders, passage_texts_of(split), config.max_passage_length, passage_count);
             return dense_rankings(q, p, config.candidate_depth);
         }
         std::vector<PassageChunk> chunks =
@@ -301,11 +312,14 @@ RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, c
             for (const PassageChunk& chunk : chunks) ++chunks_of_passage[chunk.passage];
             for (const auto& [passage, count] : chunks_of_passage) *passages_in_chunks += count > 1 ? 1 : 0;
         }
-        Tensor p = encode_texts(encoder, tokenizer, chunk_texts, config.max_passage_length, config.encode_batch_size,
-                                passage_count);
+        Tensor p = encode_all(encoders, chunk_texts, config.max_passage_length, passage_count);
         return best_chunk_rankings(dense_rankings(q, p, std::min<int64_t>(static_cast<int64_t>(chunks.size()),
                                                                           8 * config.candidate_depth)),
                                    chunks, config.candidate_depth);
+    };
+    auto dense = [&](nn::EmbeddingModel& encoder, const data::RetrievalDataset& split, TruncationCount* query_count,
+                     TruncationCount* passage_count, int64_t* passages_in_chunks) {
+        return dense_of({&encoder}, split, query_count, passage_count, passages_in_chunks);
     };
 
     if (untrained)
@@ -337,6 +351,10 @@ RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, c
     RankedLists model_test =
         dense(model, test, &outcome.test_queries, &outcome.test_passages, &outcome.test_passages_in_chunks);
     outcome.table.rows.push_back(score_rankings(model_row, model_test, test_relevant, columns, bootstrap));
+    if (pretrained)
+        outcome.table.rows.push_back(score_rankings(fmt::format("pretrained (+) {} (one vector)", model_row),
+                                                    dense_of({pretrained, &model}, test, nullptr, nullptr, nullptr),
+                                                    test_relevant, columns, bootstrap));
     RankedLists model_validation = dense(model, validation, nullptr, nullptr, nullptr);
     outcome.fusion = choose_fusion_weight(best_validation_lexical, model_validation, validation_relevant);
     outcome.table.rows.push_back(

@@ -22,7 +22,9 @@
 //       the top-k passages with their scores
 //
 // The metric rows, in order: "untrained model", one "BM25 (<tokens>)" per variant,
-// "pretrained model (imitates BM25)" when the run pretrained, "trained model", "hybrid (BM25 <tokens> + trained)". The hybrid fuses the BM25 variant with
+// "pretrained model (imitates BM25)" when the run pretrained, "trained model", then with a
+// pretrained model "pretrained (+) trained model (one vector)": both models' unit vectors
+// concatenated over sqrt 2 (one index; scores are the mean of the two models'), "hybrid (BM25 <tokens> + trained)". The hybrid fuses the BM25 variant with
 // the best validation MRR@10 (see rankings.h for the fusion and its weight). Each cell has its
 // 95% interval, a bootstrap over the test queries seeded with the run's seed (metric_table.h).
 #pragma once
