@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 
+#include "apps/retrieval/pretraining.h"
 #include "apps/retrieval/rankings.h"
 #include "apps/retrieval/svg_charts.h"
 #include "apps/retrieval/text_model.h"
@@ -14,6 +15,7 @@
 #include "apps/stackexchange/loss_significance.h"
 #include "apps/stackexchange/posts_dataset.h"
 #include "eval/metrics.h"
+#include "nn/checkpoint.h"
 
 namespace nce::apps::stackexchange {
 namespace {
@@ -113,6 +115,29 @@ ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const 
     }
     add_rows(tables, "BM25 (whitespace)", lexical, views);
 
+    // 3b. Corpus pretraining once (apps/retrieval/pretraining.h); every loss starts from it.
+    NCE_CHECK(config.init.empty(), "compare: --init does not apply (every loss starts from the same fresh or "
+              "pretrained model); drop it, or use `train --init`");
+    std::string pretrained_path = (fs::path(compare_dir) / "pretrained.safetensors").string();
+    bool pretrained = config.pretrain_steps != 0;
+    nlohmann::json pretraining_facts;
+    if (pretrained) {
+        auto model = retrieval::make_text_encoder(config, tokenizer.vocab_size());
+        fmt::print("pretraining on the corpus ({} answers): imitating BM25 on pseudo-queries\n", dataset.passages.size());
+        std::fflush(stdout);
+        retrieval::PretrainingReport report = retrieval::pretrain_text_encoder(
+            *model, tokenizer, dataset.passages, app.bm25_variants.back(), app.chunk_overlap, config,
+            (fs::path(compare_dir) / "pretrain_log.jsonl").string());
+        nn::save_model(pretrained_path, *model, {{"pretraining", "imitating BM25 on the corpus"}});
+        fmt::print("pretrained {} steps on {} windows in {:.1f} s; every loss starts from {}\n", report.steps,
+                   report.windows, report.seconds, pretrained_path);
+        pretraining_facts = {{"steps", report.steps}, {"windows", report.windows}, {"seconds", report.seconds},
+                             {"teacher_top1_on_pseudo_queries", report.teacher_top1},
+                             {"model_top1_on_pseudo_queries", report.model_top1}};
+        SplitEmbeddings test = embed_split(*model, tokenizer, splits.test, config);
+        add_rows(tables, "pretrained model (imitates BM25)", dense_score_matrix(test.queries, test.passages), views);
+    }
+
     // 4. One model per loss, from the same start with the same budget.
     nlohmann::json loss_facts = nlohmann::json::object();
     std::vector<retrieval::CurveSeries> loss_curves;
@@ -127,7 +152,8 @@ ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const 
         retrieval::RunFiles files(loss_config.output);
         retrieval::create_output_folder(files.output);
         fmt::print("\n[{}] training {} steps\n", loss, loss_config.max_steps);
-        auto model = retrieval::make_text_encoder(loss_config, tokenizer.vocab_size());
+        auto model = pretrained ? retrieval::load_text_encoder(pretrained_path)
+                                : retrieval::make_text_encoder(loss_config, tokenizer.vocab_size());
         retrieval::TrainingReport report =
             retrieval::train_text_encoder(*model, tokenizer, splits.train, splits.validation, loss_config, files);
         retrieval::write_training_curves_svg(files.log, files.curves_svg, fmt::format("stackexchange, {}", loss));
@@ -202,6 +228,7 @@ ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const 
         {"truncated", {{"test_questions", test_queries.truncated}, {"test_answers", test_passages.truncated}}},
         {"seconds", outcome.seconds},
     };
+    if (pretrained) results["pretraining"] = pretraining_facts;
     for (size_t v = 0; v < all_views().size(); ++v) {
         results["views"][view_name(all_views()[v])] = retrieval::metric_table_to_json(
             tables[v], {{"paired_test", significance_to_json(significance[v])}});

@@ -4,7 +4,10 @@
 //
 //   data -> split by question -> tokenizer on the train texts (shared by every loss)
 //   -> untrained row and BM25 (whitespace) row
-//   -> for each loss: a fresh text_encoder (same seed, so the same start) trained with
+//   -> corpus pretraining once (apps/retrieval/pretraining.h; not with --no-pretrain):
+//      pretrained.safetensors and its row
+//   -> for each loss: the pretrained model (or, with --no-pretrain, a fresh text_encoder of
+//      the same seed), so every loss has the same start, trained with
 //      apps/retrieval/training.h (the loss's batch strategy, config.max_steps steps) -> its row
 //   -> hybrid row: BM25 fused with the loss whose model has the best validation MRR@10, the
 //      fusion weight chosen on the validation split (apps/retrieval/rankings.h)
