@@ -2,6 +2,9 @@
 #pragma once
 #include <doctest/doctest.h>
 
+#include <functional>
+#include <vector>
+
 #include "engine/nce.h"
 
 namespace nce::testing {
@@ -25,5 +28,25 @@ inline double tolerance_for(Dtype dtype) { return dtype == Dtype::Float64 ? 1e-1
         }                                                                               \
         CHECK_MESSAGE(thrown_, "expected an nce::Error mentioning " << fragment);       \
     } while (0)
+
+// A loss over leaves (the inputs in order), for comparing a loss's hand-written backward
+// with the same loss composed from engine ops or with finite differences.
+using LossFunction = std::function<Var(const std::vector<Var>&)>;
+
+struct LossAndGrads {
+    Tensor loss;
+    std::vector<Tensor> grads;  // one per input, in order
+};
+
+// Runs f on fresh leaves holding copies of `inputs` and back-propagates from its loss.
+inline LossAndGrads evaluate_loss(const LossFunction& f, const std::vector<Tensor>& inputs) {
+    std::vector<Var> leaves;
+    for (const Tensor& input : inputs) leaves.push_back(Var::parameter(input.clone()));
+    Var loss = f(leaves);
+    loss.backward();
+    LossAndGrads result{loss.value(), {}};
+    for (const Var& leaf : leaves) result.grads.push_back(leaf.grad());
+    return result;
+}
 
 }  // namespace nce::testing

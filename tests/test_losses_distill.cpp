@@ -24,7 +24,9 @@ using namespace nce::losses;
 namespace {
 
 using Real = long double;
-using LossFunction = std::function<Var(const std::vector<Var>&)>;
+using testing::evaluate_loss;
+using testing::LossAndGrads;
+using testing::LossFunction;
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 // ---- helpers ---------------------------------------------------------------------------
@@ -40,22 +42,6 @@ double relative_error(const Tensor& actual, const Tensor& expected) {
     REQUIRE_MESSAGE(actual.shape() == expected.shape(),
                     shape_string(actual.shape()) << " vs " << shape_string(expected.shape()));
     return max_abs_difference(actual, expected) / std::max(max_abs(expected), 1.0);
-}
-
-struct LossAndGrads {
-    Tensor loss;
-    std::vector<Tensor> grads;  // one per input, in order
-};
-
-// Runs f on fresh leaves holding copies of `inputs` and back-propagates from its loss.
-LossAndGrads evaluate(const LossFunction& f, const std::vector<Tensor>& inputs) {
-    std::vector<Var> leaves;
-    for (const Tensor& input : inputs) leaves.push_back(Var::parameter(input.clone()));
-    Var loss = f(leaves);
-    loss.backward();
-    LossAndGrads result{loss.value(), {}};
-    for (const Var& leaf : leaves) result.grads.push_back(leaf.grad());
-    return result;
 }
 
 bool all_finite(const LossAndGrads& result) {
@@ -217,8 +203,8 @@ TEST_CASE("distill_kl: hand backward equals finite differences, composition and 
                     // With tau = 0.05 the logits reach 20 and P can be nearly one-hot; the difference
                     // step is widened to 1e-5 to stay above the loss's rounding noise (as for listwise).
                     check_finite_differences(hand_distill_kl(teacher, tau, teacher_tau), inputs, 1e-5);
-                    LossAndGrads hand = evaluate(hand_distill_kl(teacher, tau, teacher_tau), inputs);
-                    LossAndGrads composed = evaluate(composed_distill_kl(teacher, tau, teacher_tau), inputs);
+                    LossAndGrads hand = evaluate_loss(hand_distill_kl(teacher, tau, teacher_tau), inputs);
+                    LossAndGrads composed = evaluate_loss(composed_distill_kl(teacher, tau, teacher_tau), inputs);
                     CHECK(hand.loss.rank() == 0);  // a scalar
                     CHECK(relative_error(hand.loss, composed.loss) < 1e-12);
                     CHECK(relative_error(hand.grads[0], composed.grads[0]) < 1e-12);
@@ -239,7 +225,7 @@ TEST_CASE("distill_kl: K = 1 gives L = 0 and zero gradients (both distributions 
     Generator generator(802);
     for (int64_t N : {1, 4}) {
         Problem problem = distill_problem(generator, N, 1, 5);
-        LossAndGrads result = evaluate(hand_distill_kl(problem.teacher * 100.0, 0.05, 1.0), {problem.q, problem.c});
+        LossAndGrads result = evaluate_loss(hand_distill_kl(problem.teacher * 100.0, 0.05, 1.0), {problem.q, problem.c});
         CHECK(result.loss.item() == 0.0);
         CHECK(max_abs(result.grads[0]) == 0.0);
         CHECK(max_abs(result.grads[1]) == 0.0);
@@ -259,33 +245,33 @@ TEST_CASE("distill_kl: closed forms (uniform teacher; P = t gives 0; shifts and 
         Real expected = 0;
         for (Real log_P : naive_log_student(problem.q, problem.c, tau))
             expected += (-std::log(static_cast<Real>(K)) - log_P) / (N * K);
-        CHECK(relative_error(evaluate(hand_distill_kl(uniform, tau, 1.0), inputs).loss.item(), expected) < 1e-12);
+        CHECK(relative_error(evaluate_loss(hand_distill_kl(uniform, tau, 1.0), inputs).loss.item(), expected) < 1e-12);
     }
     // q = 0 makes every logit 0, so P is uniform; with a uniform teacher P = t: L = 0, and every
     // gradient, (P - t)/N times something, is 0.
     Tensor zero_query = Tensor::zeros({N, d}, Dtype::Float64);
-    LossAndGrads matched = evaluate(hand_distill_kl(Tensor::full({N, K}, 1.0, Dtype::Float64), tau, 1.0),
+    LossAndGrads matched = evaluate_loss(hand_distill_kl(Tensor::full({N, K}, 1.0, Dtype::Float64), tau, 1.0),
                                     {zero_query, problem.c});
     CHECK(std::fabs(matched.loss.item()) < 1e-15);
     CHECK(max_abs(matched.grads[0]) < 1e-15);
     CHECK(max_abs(matched.grads[1]) < 1e-15);
     // A KL divergence is >= 0.
-    CHECK(evaluate(hand_distill_kl(problem.teacher, tau, 1.0), inputs).loss.item() >= 0.0);
+    CHECK(evaluate_loss(hand_distill_kl(problem.teacher, tau, 1.0), inputs).loss.item() >= 0.0);
     // Softmax ignores a shift: adding a constant to a row of teacher scores changes nothing.
     Tensor shifted = problem.teacher + Tensor::from_vector({3.0, -7.0, 100.0, 0.5}, {N, 1}, Dtype::Float64);
-    LossAndGrads base = evaluate(hand_distill_kl(problem.teacher, tau, 2.0), inputs);
-    LossAndGrads moved = evaluate(hand_distill_kl(shifted, tau, 2.0), inputs);
+    LossAndGrads base = evaluate_loss(hand_distill_kl(problem.teacher, tau, 2.0), inputs);
+    LossAndGrads moved = evaluate_loss(hand_distill_kl(shifted, tau, 2.0), inputs);
     CHECK(relative_error(moved.loss, base.loss) < 1e-13);
     CHECK(relative_error(moved.grads[0], base.grads[0]) < 1e-13);
     // teacher_tau divides the scores: (teacher, teacher_tau = 2) is (teacher / 2, teacher_tau = 1).
-    LossAndGrads divided = evaluate(hand_distill_kl(problem.teacher / 2.0, tau, 1.0), inputs);
+    LossAndGrads divided = evaluate_loss(hand_distill_kl(problem.teacher / 2.0, tau, 1.0), inputs);
     CHECK(relative_error(divided.loss, base.loss) < 1e-13);
     CHECK(relative_error(divided.grads[1], base.grads[1]) < 1e-13);
     // listwise is this loss with teacher_tau = tau when every row's top score is <= 0 (its
     // scores are then used as they are): two losses written apart agree, gradients included.
     Tensor nonpositive = generator.uniform({N, K}, Dtype::Float64, -3.0, -0.1);
-    LossAndGrads ours = evaluate(hand_distill_kl(nonpositive, tau, tau), inputs);
-    LossAndGrads theirs = evaluate(
+    LossAndGrads ours = evaluate_loss(hand_distill_kl(nonpositive, tau, tau), inputs);
+    LossAndGrads theirs = evaluate_loss(
         [&](const std::vector<Var>& x) { return listwise(x[0], x[1], nonpositive, tau); }, inputs);
     CHECK(relative_error(ours.loss, theirs.loss) < 1e-12);
     CHECK(relative_error(ours.grads[0], theirs.grads[0]) < 1e-12);
@@ -303,7 +289,7 @@ TEST_CASE("distill_kl: 0·log 0 = 0, from a -inf teacher score and from a teache
     // the t = 0 terms; that candidate's gradient is P_ik/N q_i/tau (t_ik = 0), still pushing it down.
     Tensor ruled_out = with_score(with_score(problem.teacher, 0, 1, -kInfinity), 2, 3, -kInfinity);
     ruled_out = with_score(ruled_out, 2, 0, -kInfinity);  // row 2: two of four candidates ruled out
-    LossAndGrads masked = evaluate(hand_distill_kl(ruled_out, tau, 1.0), inputs);
+    LossAndGrads masked = evaluate_loss(hand_distill_kl(ruled_out, tau, 1.0), inputs);
     REQUIRE(all_finite(masked));
     CHECK(relative_error(masked.loss.item(), naive_distill_kl(problem.q, problem.c, ruled_out, tau, 1.0)) < 1e-12);
     std::vector<Tensor> closed_form = naive_distill_kl_gradients(problem.q, problem.c, ruled_out, tau, 1.0);
@@ -312,7 +298,7 @@ TEST_CASE("distill_kl: 0·log 0 = 0, from a -inf teacher score and from a teache
     check_finite_differences(hand_distill_kl(ruled_out, tau, 1.0), inputs, 1e-6);
     // A finite score 10^4 below the rest gives t = exp(-10^4) = 0 in float64 too: the same loss.
     Tensor far_below = with_score(with_score(with_score(problem.teacher, 0, 1, -1e4), 2, 3, -1e4), 2, 0, -1e4);
-    LossAndGrads underflow = evaluate(hand_distill_kl(far_below, tau, 1.0), inputs);
+    LossAndGrads underflow = evaluate_loss(hand_distill_kl(far_below, tau, 1.0), inputs);
     CHECK(relative_error(underflow.loss, masked.loss) < 1e-15);
     CHECK(relative_error(underflow.grads[1], masked.grads[1]) < 1e-15);
 
@@ -331,7 +317,7 @@ TEST_CASE("distill_kl: 0·log 0 = 0, from a -inf teacher score and from a teache
     for (const Case& c : {Case{"scores 1000 apart", peaked, 1.0}, Case{"teacher_tau 1e-300", peaked * 1e-3, 1e-300},
                           Case{"scores 1e300 over teacher_tau 1e-10 (no overflow)", peaked * 1e297, 1e-10}}) {
         CAPTURE(c.what);
-        LossAndGrads result = evaluate(hand_distill_kl(c.teacher, tau, c.teacher_tau), inputs);
+        LossAndGrads result = evaluate_loss(hand_distill_kl(c.teacher, tau, c.teacher_tau), inputs);
         REQUIRE(all_finite(result));
         CHECK(relative_error(result.loss.item(), cross_entropy) < 1e-12);
         std::vector<Tensor> expected = naive_distill_kl_gradients(problem.q, problem.c, peaked, tau, 1.0);
@@ -355,7 +341,7 @@ TEST_CASE("distill_kl: stable for tau = 1e-4, logits in the thousands, huge teac
         CAPTURE(c.what);
         Tensor q = problem.q * c.embedding_scale;
         Tensor teacher = problem.teacher * c.score_scale;
-        LossAndGrads result = evaluate(hand_distill_kl(teacher, c.tau, c.teacher_tau), {q, problem.c});
+        LossAndGrads result = evaluate_loss(hand_distill_kl(teacher, c.tau, c.teacher_tau), {q, problem.c});
         REQUIRE(all_finite(result));
         CHECK(relative_error(result.loss.item(), naive_distill_kl(q, problem.c, teacher, c.tau, c.teacher_tau)) < 1e-9);
         std::vector<Tensor> expected = naive_distill_kl_gradients(q, problem.c, teacher, c.tau, c.teacher_tau);
@@ -365,7 +351,7 @@ TEST_CASE("distill_kl: stable for tau = 1e-4, logits in the thousands, huge teac
     // Identical candidates: P is uniform whatever q is; L = KL(t || uniform), finite.
     Tensor row = random_unit_rows(generator, 1, d);
     Tensor same = concat(std::vector<Tensor>(static_cast<size_t>(N * K), row), 0).reshape({N, K, d});
-    LossAndGrads result = evaluate(hand_distill_kl(problem.teacher, 1e-4, 1.0), {problem.q, same});
+    LossAndGrads result = evaluate_loss(hand_distill_kl(problem.teacher, 1e-4, 1.0), {problem.q, same});
     CHECK(all_finite(result));
     CHECK(relative_error(result.loss.item(), naive_distill_kl(problem.q, same, problem.teacher, 1e-4, 1.0)) < 1e-12);
 }
@@ -376,8 +362,8 @@ TEST_CASE("distill_kl: float32 gives float32 results that agree with float64") {
     for (const Tensor& teacher : {problem.teacher, with_score(problem.teacher, 1, 2, -kInfinity)}) {
         for (double tau : {0.05, 0.5}) {
             CAPTURE(tau);
-            LossAndGrads f64 = evaluate(hand_distill_kl(teacher, tau, 1.0), {problem.q, problem.c});
-            LossAndGrads f32 = evaluate(hand_distill_kl(teacher.to(Dtype::Float32), tau, 1.0),
+            LossAndGrads f64 = evaluate_loss(hand_distill_kl(teacher, tau, 1.0), {problem.q, problem.c});
+            LossAndGrads f32 = evaluate_loss(hand_distill_kl(teacher.to(Dtype::Float32), tau, 1.0),
                                         {problem.q.to(Dtype::Float32), problem.c.to(Dtype::Float32)});
             CHECK(f32.loss.dtype() == Dtype::Float32);
             CHECK(relative_error(f32.loss.to(Dtype::Float64), f64.loss) < 1e-5);
@@ -388,7 +374,7 @@ TEST_CASE("distill_kl: float32 gives float32 results that agree with float64") {
         }
     }
     // A float64 teacher with float32 embeddings: the target is data and is taken as given.
-    LossAndGrads mixed = evaluate(hand_distill_kl(problem.teacher, 0.5, 1.0),
+    LossAndGrads mixed = evaluate_loss(hand_distill_kl(problem.teacher, 0.5, 1.0),
                                   {problem.q.to(Dtype::Float32), problem.c.to(Dtype::Float32)});
     CHECK(mixed.loss.dtype() == Dtype::Float32);
     CHECK(all_finite(mixed));
@@ -476,7 +462,7 @@ TEST_CASE("distill_kl: the definition takes the spec's inputs and defaults; comp
     Var through_registry = definition.compute(arguments);
     through_registry.backward();
     CHECK(!arguments.input("teacher").requires_grad());
-    LossAndGrads typed = evaluate(hand_distill_kl(example["teacher"], 0.2, 0.7), {example["q"], example["c"]});
+    LossAndGrads typed = evaluate_loss(hand_distill_kl(example["teacher"], 0.2, 0.7), {example["q"], example["c"]});
     CHECK(through_registry.value().item() == typed.loss.item());
     CHECK(max_abs_difference(arguments.input("q").grad(), typed.grads[0]) == 0);
     CHECK(max_abs_difference(arguments.input("c").grad(), typed.grads[1]) == 0);

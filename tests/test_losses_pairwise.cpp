@@ -20,7 +20,9 @@ using namespace nce::losses;
 namespace {
 
 using Real = long double;
-using LossFunction = std::function<Var(const std::vector<Var>&)>;
+using testing::evaluate_loss;
+using testing::LossAndGrads;
+using testing::LossFunction;
 
 // ---- helpers ---------------------------------------------------------------------------
 
@@ -37,26 +39,10 @@ double relative_error(const Tensor& actual, const Tensor& expected) {
     return max_abs_difference(actual, expected) / std::max(max_abs(expected), 1e-300);
 }
 
-struct LossAndGrads {
-    Tensor loss;
-    std::vector<Tensor> grads;  // one per input, in order
-};
-
-// Runs f on fresh leaves holding copies of `inputs` and back-propagates from its loss.
-LossAndGrads evaluate(const LossFunction& f, const std::vector<Tensor>& inputs) {
-    std::vector<Var> leaves;
-    for (const Tensor& input : inputs) leaves.push_back(Var::parameter(input.clone()));
-    Var loss = f(leaves);
-    loss.backward();
-    LossAndGrads result{loss.value(), {}};
-    for (const Var& leaf : leaves) result.grads.push_back(leaf.grad());
-    return result;
-}
-
 // The hand backward and the composition agree on the loss and on every gradient.
 void check_matches_composition(const LossFunction& hand, const LossFunction& composed,
                                const std::vector<Tensor>& inputs, double tolerance = 1e-12) {
-    LossAndGrads h = evaluate(hand, inputs), c = evaluate(composed, inputs);
+    LossAndGrads h = evaluate_loss(hand, inputs), c = evaluate_loss(composed, inputs);
     CHECK(h.loss.shape() == Shape{});
     CHECK(relative_error(h.loss, c.loss) <= tolerance);
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -179,7 +165,7 @@ TEST_CASE("triplet: closed forms (all hinges active, none active, a zero distanc
 
     // dot, margin 3 > 2 >= |a·n - a·p| for unit rows: every hinge is active, so
     // dL/da = (n - p)/N, dL/dp = -a/N, dL/dn = a/N.
-    LossAndGrads active = evaluate(hand_triplet(3.0, TripletMetric::Dot), {a, p, n});
+    LossAndGrads active = evaluate_loss(hand_triplet(3.0, TripletMetric::Dot), {a, p, n});
     CHECK(relative_error(active.grads[0], (n - p) / static_cast<double>(N)) < 1e-14);
     CHECK(relative_error(active.grads[1], -a / static_cast<double>(N)) < 1e-14);
     CHECK(relative_error(active.grads[2], a / static_cast<double>(N)) < 1e-14);
@@ -187,14 +173,14 @@ TEST_CASE("triplet: closed forms (all hinges active, none active, a zero distanc
     // p = a and n = -a: a·n - a·p = -2 (dot) and |a-p| - |a-n| = -2 (euclidean); with
     // margin 1 no hinge is active: L = 0 and every gradient is 0.
     for (TripletMetric metric : {TripletMetric::Dot, TripletMetric::Euclidean}) {
-        LossAndGrads none = evaluate(hand_triplet(1.0, metric), {a, a, -a});
+        LossAndGrads none = evaluate_loss(hand_triplet(1.0, metric), {a, a, -a});
         CHECK(none.loss.item() == 0.0);
         for (const Tensor& grad : none.grads) CHECK(max_abs(grad) == 0.0);
     }
 
     // euclidean with p = a: |a - p| = 0 takes the subgradient 0, so p gets no gradient and
     // the hinge margin - |a - n| pulls only through u_an = (a - n)/|a - n|.
-    LossAndGrads corner = evaluate(hand_triplet(3.0, TripletMetric::Euclidean), {a, a, n});
+    LossAndGrads corner = evaluate_loss(hand_triplet(3.0, TripletMetric::Euclidean), {a, a, n});
     Tensor u_an = (a - n) / row_lengths(a - n);
     CHECK(all_grads_finite(corner));
     CHECK(relative_error(corner.grads[0], -u_an / static_cast<double>(N)) < 1e-14);
@@ -208,17 +194,17 @@ TEST_CASE("triplet: finite on identical rows and large embeddings") {
     Tensor same = concat({row, row, row}, 0);  // [3, 5], identical rows
     for (TripletMetric metric : {TripletMetric::Dot, TripletMetric::Euclidean}) {
         // a = p = n: every hinge equals the margin, L = margin.
-        LossAndGrads result = evaluate(hand_triplet(0.3, metric), {same, same, same});
+        LossAndGrads result = evaluate_loss(hand_triplet(0.3, metric), {same, same, same});
         CHECK(all_grads_finite(result));
         CHECK(relative_error(result.loss.item(), 0.3L) < 1e-15);
         // Embeddings of size 1000: dot products in the millions.
         std::vector<Tensor> big = triplet_problem(generator, 5, 4, 0.3, metric);
         for (Tensor& x : big) x = x * 1000.0;
-        CHECK(all_grads_finite(evaluate(hand_triplet(0.3, metric), big)));
+        CHECK(all_grads_finite(evaluate_loss(hand_triplet(0.3, metric), big)));
         check_matches_composition(hand_triplet(0.3, metric), composed_triplet(0.3, metric), big);
     }
     // euclidean with all three rows identical: both distances are 0, no NaN, gradient 0.
-    LossAndGrads corner = evaluate(hand_triplet(0.3, TripletMetric::Euclidean), {same, same, same});
+    LossAndGrads corner = evaluate_loss(hand_triplet(0.3, TripletMetric::Euclidean), {same, same, same});
     for (const Tensor& grad : corner.grads) CHECK(max_abs(grad) == 0.0);
 }
 
@@ -391,7 +377,7 @@ TEST_CASE("listwise: closed forms (uniform scores give a uniform target; scale i
         Real expected = 0;
         for (Real log_pr : naive_listwise_log_probabilities(problem.q, problem.a, tau))
             expected += (-std::log(static_cast<Real>(K)) - log_pr) / (Q * K);
-        LossAndGrads result = evaluate(hand_listwise(uniform, tau), {problem.q, problem.a});
+        LossAndGrads result = evaluate_loss(hand_listwise(uniform, tau), {problem.q, problem.a});
         CHECK(relative_error(result.loss.item(), expected) < 1e-12);
         std::vector<Tensor> expected_grads = naive_listwise_gradients(problem.q, problem.a, uniform, tau);
         CHECK(relative_error(result.grads[0], expected_grads[0]) < 1e-12);
@@ -404,7 +390,7 @@ TEST_CASE("listwise: closed forms (uniform scores give a uniform target; scale i
     // q = 0 makes every logit 0, so pr is uniform; with uniform targets pr = t: L = 0 and
     // every gradient (pr - t)/Q · ... is 0.
     Tensor zero_query = Tensor::zeros({Q, d}, Dtype::Float64);
-    LossAndGrads matched = evaluate(hand_listwise(Tensor::full({Q, K}, 1.0, Dtype::Float64), tau),
+    LossAndGrads matched = evaluate_loss(hand_listwise(Tensor::full({Q, K}, 1.0, Dtype::Float64), tau),
                                     {zero_query, problem.a});
     CHECK(std::fabs(matched.loss.item()) < 1e-15);
     CHECK(max_abs(matched.grads[0]) < 1e-15);
@@ -426,7 +412,7 @@ TEST_CASE("listwise: stable for tau = 1e-4, huge scores, logits in the thousands
         CAPTURE(c.what);
         Tensor q = problem.q * c.embedding_scale;
         Tensor score = problem.score * c.score_scale + c.score_shift;
-        LossAndGrads result = evaluate(hand_listwise(score, c.tau), {q, problem.a});
+        LossAndGrads result = evaluate_loss(hand_listwise(score, c.tau), {q, problem.a});
         REQUIRE(all_grads_finite(result));
         CHECK(relative_error(result.loss.item(), naive_listwise(q, problem.a, score, c.tau)) < 1e-9);
         std::vector<Tensor> expected = naive_listwise_gradients(q, problem.a, score, c.tau);
@@ -436,7 +422,7 @@ TEST_CASE("listwise: stable for tau = 1e-4, huge scores, logits in the thousands
     // Identical candidates: pr is uniform whatever q is; L = KL(t || uniform), finite.
     Tensor row = random_unit_rows(generator, 1, d);
     Tensor same = concat(std::vector<Tensor>(static_cast<size_t>(Q * K), row), 0).reshape({Q, K, d});
-    LossAndGrads result = evaluate(hand_listwise(problem.score, 1e-4), {problem.q, same});
+    LossAndGrads result = evaluate_loss(hand_listwise(problem.score, 1e-4), {problem.q, same});
     CHECK(all_grads_finite(result));
     CHECK(relative_error(result.loss.item(), naive_listwise(problem.q, same, problem.score, 1e-4)) < 1e-12);
 }
@@ -544,18 +530,18 @@ TEST_CASE("contrastive: closed forms (similar pairs; dissimilar pairs beyond the
     Tensor x = xy[0], y = xy[1];
     Tensor ones = Tensor::full({N}, 1.0, Dtype::Float64), zeros = Tensor::zeros({N}, Dtype::Float64);
     // euclidean, all similar: L = (1/2N) sum |x_i - y_i|^2, dL/dx = (x - y)/N, dL/dy = -(x - y)/N.
-    LossAndGrads similar = evaluate(hand_contrastive(ones, 0.5, ContrastiveMetric::Euclidean), {x, y});
+    LossAndGrads similar = evaluate_loss(hand_contrastive(ones, 0.5, ContrastiveMetric::Euclidean), {x, y});
     CHECK(relative_error(similar.loss.item(), static_cast<Real>(sum(square(x - y)).item()) / (2 * N)) < 1e-14);
     CHECK(relative_error(similar.grads[0], (x - y) / static_cast<double>(N)) < 1e-14);
     CHECK(relative_error(similar.grads[1], (y - x) / static_cast<double>(N)) < 1e-14);
     // cosine, all similar: D = 1 - x·y, dL/dx_i = -D_i y_i / N, dL/dy_i = -D_i x_i / N.
-    LossAndGrads cosine = evaluate(hand_contrastive(ones, 0.5, ContrastiveMetric::Cosine), {x, y});
+    LossAndGrads cosine = evaluate_loss(hand_contrastive(ones, 0.5, ContrastiveMetric::Cosine), {x, y});
     Tensor distance = (1.0 - sum(x * y, 1)).reshape({N, 1});
     CHECK(relative_error(cosine.grads[0], -(distance * y) / static_cast<double>(N)) < 1e-14);
     CHECK(relative_error(cosine.grads[1], -(distance * x) / static_cast<double>(N)) < 1e-14);
     // all dissimilar with margin 0: relu(0 - D) = 0 for D >= 0, so L = 0 and no gradient.
     for (ContrastiveMetric metric : {ContrastiveMetric::Cosine, ContrastiveMetric::Euclidean}) {
-        LossAndGrads apart = evaluate(hand_contrastive(zeros, 0.0, metric), {x, y});
+        LossAndGrads apart = evaluate_loss(hand_contrastive(zeros, 0.0, metric), {x, y});
         CHECK(apart.loss.item() == 0.0);
         CHECK(max_abs(apart.grads[0]) == 0.0);
         CHECK(max_abs(apart.grads[1]) == 0.0);
@@ -568,7 +554,7 @@ TEST_CASE("contrastive: finite where x = y (D = 0) and on large embeddings") {
     Tensor label = Tensor::from_vector({1, 0, 1, 0}, {4}, Dtype::Float64);
     // euclidean D = 0: the similar rows contribute 0, the dissimilar ones margin^2/2; the
     // subgradient 0 is taken, so every gradient is exactly 0, not NaN.
-    LossAndGrads same = evaluate(hand_contrastive(label, 0.5, ContrastiveMetric::Euclidean), {x, x});
+    LossAndGrads same = evaluate_loss(hand_contrastive(label, 0.5, ContrastiveMetric::Euclidean), {x, x});
     CHECK(all_grads_finite(same));
     CHECK(relative_error(same.loss.item(), 0.5L * 0.25L * 2 / 4) < 1e-15);
     CHECK(max_abs(same.grads[0]) == 0.0);
@@ -580,7 +566,7 @@ TEST_CASE("contrastive: finite where x = y (D = 0) and on large embeddings") {
     std::vector<Tensor> big = contrastive_problem(generator, 4, 5);
     for (Tensor& v : big) v = v * 1000.0;
     for (ContrastiveMetric metric : {ContrastiveMetric::Cosine, ContrastiveMetric::Euclidean}) {
-        CHECK(all_grads_finite(evaluate(hand_contrastive(label, 0.5, metric), big)));
+        CHECK(all_grads_finite(evaluate_loss(hand_contrastive(label, 0.5, metric), big)));
         check_matches_composition(hand_contrastive(label, 0.5, metric), composed_contrastive(label, 0.5, metric), big);
     }
 }
@@ -671,7 +657,7 @@ TEST_CASE("smooth_l1: closed forms (all inside the band; all outside; the joint)
     Tensor target = generator.normal({N, d}, Dtype::Float64);
     // All |e| < beta: L = mean(0.5 e^2 / beta), dL/dpred = e / (beta N d), dL/dtarget = -that.
     Tensor small = generator.uniform({N, d}, Dtype::Float64, -1.9, 1.9);
-    LossAndGrads inside = evaluate(hand_smooth_l1(beta), {target + small, target});
+    LossAndGrads inside = evaluate_loss(hand_smooth_l1(beta), {target + small, target});
     CHECK(relative_error(inside.loss.item(), static_cast<Real>(sum(square(small)).item()) * 0.5L / beta / elements) <
           1e-13);
     CHECK(relative_error(inside.grads[0], small / (beta * elements)) < 1e-13);
@@ -679,14 +665,14 @@ TEST_CASE("smooth_l1: closed forms (all inside the band; all outside; the joint)
     // All |e| > beta: L = mean(|e|) - 0.5 beta, dL/dpred = sign(e) / (N d).
     Tensor signs = matrix({1, -1, 1, 1, -1, -1, 1, -1, 1, 1, 1, -1}, N, d);
     Tensor large = signs * generator.uniform({N, d}, Dtype::Float64, 2.1, 5.0);
-    LossAndGrads outside = evaluate(hand_smooth_l1(beta), {target + large, target});
+    LossAndGrads outside = evaluate_loss(hand_smooth_l1(beta), {target + large, target});
     CHECK(relative_error(outside.loss.item(), static_cast<Real>(mean(abs(large)).item()) - 0.5L * beta) < 1e-13);
     CHECK(relative_error(outside.grads[0], signs / elements) < 1e-13);
     CHECK(relative_error(outside.grads[1], -signs / elements) < 1e-13);
     // At |e| = beta both pieces give h = 0.5 beta and slope ±1: the loss is continuous and
     // differentiable there.
     Tensor joint = signs * beta;
-    LossAndGrads at_joint = evaluate(hand_smooth_l1(beta), {joint, Tensor::zeros({N, d}, Dtype::Float64)});
+    LossAndGrads at_joint = evaluate_loss(hand_smooth_l1(beta), {joint, Tensor::zeros({N, d}, Dtype::Float64)});
     CHECK(relative_error(at_joint.loss.item(), 0.5L * beta) < 1e-15);
     CHECK(relative_error(at_joint.grads[0], signs / elements) < 1e-15);
 }
@@ -694,14 +680,14 @@ TEST_CASE("smooth_l1: closed forms (all inside the band; all outside; the joint)
 TEST_CASE("smooth_l1: finite for huge errors and for pred = target") {
     // e = 2e200: e^2 would overflow; the clamped form never squares it.
     Tensor pred = Tensor::full({2, 3}, 1e200, Dtype::Float64), target = Tensor::full({2, 3}, -1e200, Dtype::Float64);
-    LossAndGrads huge = evaluate(hand_smooth_l1(1.0), {pred, target});
+    LossAndGrads huge = evaluate_loss(hand_smooth_l1(1.0), {pred, target});
     REQUIRE(all_grads_finite(huge));
     CHECK(relative_error(huge.loss.item(), naive_smooth_l1(pred, target, 1.0)) < 1e-15);
     CHECK(relative_error(huge.grads[0], Tensor::full({2, 3}, 1.0 / 6, Dtype::Float64)) < 1e-15);
     // pred = target: L = 0, gradients 0.
     Generator generator(403);
     Tensor same = generator.normal({3, 4}, Dtype::Float64);
-    LossAndGrads zero = evaluate(hand_smooth_l1(0.5), {same, same});
+    LossAndGrads zero = evaluate_loss(hand_smooth_l1(0.5), {same, same});
     CHECK(zero.loss.item() == 0.0);
     CHECK(max_abs(zero.grads[0]) == 0.0);
     CHECK(max_abs(zero.grads[1]) == 0.0);
@@ -744,7 +730,7 @@ TEST_CASE("pairwise losses: float32 gives float32 results that agree with float6
         CAPTURE(c.name);
         std::vector<Tensor> single;
         for (const Tensor& x : c.inputs) single.push_back(x.to(Dtype::Float32));
-        LossAndGrads f64 = evaluate(c.f, c.inputs), f32 = evaluate(c.f, single);
+        LossAndGrads f64 = evaluate_loss(c.f, c.inputs), f32 = evaluate_loss(c.f, single);
         CHECK(f32.loss.dtype() == Dtype::Float32);
         CHECK(relative_error(f32.loss.to(Dtype::Float64), f64.loss) < 1e-5);
         for (size_t i = 0; i < f64.grads.size(); ++i) {

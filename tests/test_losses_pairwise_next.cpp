@@ -21,7 +21,9 @@ using namespace nce::losses;
 namespace {
 
 using Real = long double;
-using LossFunction = std::function<Var(const std::vector<Var>&)>;
+using testing::evaluate_loss;
+using testing::LossAndGrads;
+using testing::LossFunction;
 
 // ---- helpers ---------------------------------------------------------------------------
 
@@ -38,26 +40,10 @@ double relative_error(const Tensor& actual, const Tensor& expected) {
     return max_abs_difference(actual, expected) / std::max(max_abs(expected), 1e-300);
 }
 
-struct LossAndGrads {
-    Tensor loss;
-    std::vector<Tensor> grads;  // one per input, in order
-};
-
-// Runs f on fresh leaves holding copies of `inputs` and back-propagates from its loss.
-LossAndGrads evaluate(const LossFunction& f, const std::vector<Tensor>& inputs) {
-    std::vector<Var> leaves;
-    for (const Tensor& input : inputs) leaves.push_back(Var::parameter(input.clone()));
-    Var loss = f(leaves);
-    loss.backward();
-    LossAndGrads result{loss.value(), {}};
-    for (const Var& leaf : leaves) result.grads.push_back(leaf.grad());
-    return result;
-}
-
 // The hand backward and the composition agree on the loss and on every gradient.
 void check_matches_composition(const LossFunction& hand, const LossFunction& composed,
                                const std::vector<Tensor>& inputs, double tolerance = 1e-12) {
-    LossAndGrads h = evaluate(hand, inputs), c = evaluate(composed, inputs);
+    LossAndGrads h = evaluate_loss(hand, inputs), c = evaluate_loss(composed, inputs);
     CHECK(h.loss.shape() == Shape{});
     CHECK(relative_error(h.loss, c.loss) <= tolerance);
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -190,7 +176,7 @@ TEST_CASE("siglip: hand backward equals finite differences, composition, loops a
                 std::vector<Tensor> inputs = siglip_problem(generator, N, d, log_scale, bias, scalar_shape);
                 largest_error = std::max(largest_error, check_finite_differences(hand_siglip(), inputs));
                 check_matches_composition(hand_siglip(), composed_siglip(), inputs);
-                LossAndGrads result = evaluate(hand_siglip(), inputs);
+                LossAndGrads result = evaluate_loss(hand_siglip(), inputs);
                 CHECK(relative_error(result.loss.item(), naive_siglip(inputs[0], inputs[1], log_scale, bias)) < 1e-13);
                 std::vector<Tensor> expected = naive_siglip_gradients(inputs[0], inputs[1], inputs[2], inputs[3]);
                 for (size_t k = 0; k < 4; ++k) CHECK(relative_error(result.grads[k], expected[k]) < 1e-12);
@@ -204,7 +190,7 @@ TEST_CASE("siglip: gradients reach log_scale and bias, in their own shapes") {
     Generator generator(402);
     for (const Shape& scalar_shape : {Shape{1}, Shape{}}) {
         std::vector<Tensor> inputs = siglip_problem(generator, 5, 4, std::log(10.0), -10.0, scalar_shape);
-        LossAndGrads result = evaluate(hand_siglip(), inputs);
+        LossAndGrads result = evaluate_loss(hand_siglip(), inputs);
         CHECK(result.grads[2].shape() == scalar_shape);
         CHECK(result.grads[3].shape() == scalar_shape);
         // At the start (bias -10) every pair looks negative: the bias is pushed up and its
@@ -215,7 +201,7 @@ TEST_CASE("siglip: gradients reach log_scale and bias, in their own shapes") {
         double h = 1e-7;
         std::vector<Tensor> moved = inputs;
         moved[3] = inputs[3] + h;
-        double slope = (evaluate(hand_siglip(), moved).loss.item() - result.loss.item()) / h;
+        double slope = (evaluate_loss(hand_siglip(), moved).loss.item() - result.loss.item()) / h;
         CHECK(std::fabs(slope - result.grads[3].item()) < 1e-5);
     }
 }
@@ -224,7 +210,7 @@ TEST_CASE("siglip: a batch of size 1 is valid and has the closed form softplus(-
     Generator generator(403);
     std::vector<Tensor> inputs = siglip_problem(generator, 1, 6, 0.7, 0.4, Shape{1});
     double scale = std::exp(0.7), dot = sum(inputs[0] * inputs[1]).item(), g = scale * dot + 0.4;
-    LossAndGrads result = evaluate(hand_siglip(), inputs);
+    LossAndGrads result = evaluate_loss(hand_siglip(), inputs);
     // L = softplus(-g); dL/dg = -sigmoid(-g); dL/dx = dL/dg scale y; dL/dy = dL/dg scale x;
     // dL/dlog_scale = dL/dg scale x·y; dL/dbias = dL/dg.
     double slope = -1.0 / (1.0 + std::exp(g));
@@ -256,7 +242,7 @@ TEST_CASE("siglip: a huge exp(log_scale) and identical rows stay finite and matc
         CAPTURE(c.what);
         std::vector<Tensor> inputs{c.x, c.y, Tensor::full({1}, c.log_scale, Dtype::Float64),
                                    Tensor::full({1}, c.bias, Dtype::Float64)};
-        LossAndGrads result = evaluate(hand_siglip(), inputs);
+        LossAndGrads result = evaluate_loss(hand_siglip(), inputs);
         REQUIRE(all_grads_finite(result));
         CHECK(relative_error(result.loss.item(), naive_siglip(c.x, c.y, c.log_scale, c.bias)) < 1e-12);
         std::vector<Tensor> expected = naive_siglip_gradients(c.x, c.y, inputs[2], inputs[3]);
@@ -362,7 +348,7 @@ TEST_CASE("dcl: the positive is left out of the denominator (N = 2 closed form)"
         return -dot(a0, b0) / tau + std::log(std::exp(dot(a0, a1) / tau) + std::exp(dot(a0, b1) / tau));
     };
     double expected = (D(u0, u1, v0, v1) + D(u1, u0, v1, v0) + D(v0, v1, u0, u1) + D(v1, v0, u1, u0)) / 2.0;
-    LossAndGrads result = evaluate(hand_dcl(tau), {u, v});
+    LossAndGrads result = evaluate_loss(hand_dcl(tau), {u, v});
     CHECK(relative_error(result.loss.item(), expected) < 1e-14);
     check_finite_differences(hand_dcl(tau), {u, v});
     // InfoNCE with the positive in the denominator would give a different value.
@@ -383,7 +369,7 @@ TEST_CASE("dcl: identical rows give L = 2 log(2(N-1)) and zero gradients") {
             Tensor row = random_unit_rows(generator, 1, 6);
             std::vector<Tensor> parts(static_cast<size_t>(N), row);
             Tensor same = concat(parts, 0);
-            LossAndGrads result = evaluate(hand_dcl(tau), {same, same});
+            LossAndGrads result = evaluate_loss(hand_dcl(tau), {same, same});
             // Rounding: the lse adds log(2(N-1)) to 1/tau and the positive takes 1/tau away again.
             CHECK(relative_error(result.loss.item(), 2 * std::log(2.0L * (N - 1))) < 1e-15 / tau + 1e-14);
             CHECK(max_abs(result.grads[0]) < 1e-14 / tau);
@@ -399,7 +385,7 @@ TEST_CASE("dcl: tau = 1e-4 and logits in the thousands stay finite and match the
         CAPTURE(size);
         Tensor u = random_unit_rows(generator, 5, 4) * size;
         Tensor v = noisy_view(generator, u / size, 0.5) * size;
-        LossAndGrads result = evaluate(hand_dcl(tau), {u, v});
+        LossAndGrads result = evaluate_loss(hand_dcl(tau), {u, v});
         REQUIRE(all_grads_finite(result));
         CHECK(relative_error(result.loss.item(), naive_dcl(u, v, tau)) < 1e-12);
     }
@@ -578,8 +564,8 @@ TEST_CASE("debiased: beta > 0 differentiates the importance weights (quotient ru
     check_matches_composition(hand_debiased(parameters), composed_debiased(parameters), inputs);
     // Treating imp_ij as constants gives the same loss but a different gradient: the test
     // above would catch a backward that forgot d imp_ij / d z.
-    LossAndGrads full = evaluate(hand_debiased(parameters), inputs);
-    LossAndGrads frozen = evaluate(composed_debiased(parameters, /*detach_importance=*/true), inputs);
+    LossAndGrads full = evaluate_loss(hand_debiased(parameters), inputs);
+    LossAndGrads frozen = evaluate_loss(composed_debiased(parameters, /*detach_importance=*/true), inputs);
     CHECK(relative_error(frozen.loss, full.loss) < 1e-12);
     CHECK(relative_error(frozen.grads[0], full.grads[0]) > 1e-2);
 }
@@ -600,7 +586,7 @@ TEST_CASE("debiased: rows on the clamp branch get gradient through pos_i only (c
     Tensor positives = sum(u * v, 1, /*keepdim=*/true) / parameters.t;                // u_k·v_k/t [N, 1]
     Tensor shares = 1.0 - exp(positives) / (exp(positives) + C);                       // q_k = C/(pos_k + C) [N, 1]
     double expected = sum(log(1.0 + exp(-positives) * C)).item() / static_cast<double>(N);
-    LossAndGrads result = evaluate(hand_debiased(parameters), {u, v});
+    LossAndGrads result = evaluate_loss(hand_debiased(parameters), {u, v});
     CHECK(relative_error(result.loss.item(), expected) < 1e-13);
     CHECK(relative_error(result.grads[0], -(shares * v) / (N * parameters.t)) < 1e-13);
     CHECK(relative_error(result.grads[1], -(shares * u) / (N * parameters.t)) < 1e-13);
@@ -614,8 +600,8 @@ TEST_CASE("debiased: tau_plus = 0 and beta = 0 is ntxent with the self-similarit
     // which is ntxent(z = [u; v], tau = t, mask_self = 1).
     for (double t : {0.5, 0.1}) {
         Tensor u = random_unit_rows(generator, 4, 5), v = noisy_view(generator, u, 0.8);
-        LossAndGrads ours = evaluate(hand_debiased({t, 0.0, 0.0}), {u, v});
-        LossAndGrads reference = evaluate(
+        LossAndGrads ours = evaluate_loss(hand_debiased({t, 0.0, 0.0}), {u, v});
+        LossAndGrads reference = evaluate_loss(
             [t](const std::vector<Var>& in) { return ntxent(concat({in[0], in[1]}, 0), Var(), t, true); }, {u, v});
         CHECK(relative_error(ours.loss, reference.loss) < 1e-13);
         CHECK(relative_error(ours.grads[0], reference.grads[0]) < 1e-12);
@@ -641,13 +627,13 @@ TEST_CASE("debiased: t = 1e-4, identical rows and large embeddings stay finite a
                           Case{"identical rows, t = 1e-4", {same, same}, {1e-4, 0.1, 2.0}},
                           Case{"embeddings of length 30", {mixed[0] * 30.0, mixed[1] * 30.0}, {0.5, 0.1, 0.5}}}) {
         CAPTURE(c.what);
-        LossAndGrads result = evaluate(hand_debiased(c.parameters), c.inputs);
+        LossAndGrads result = evaluate_loss(hand_debiased(c.parameters), c.inputs);
         REQUIRE(all_grads_finite(result));
         CHECK(relative_error(result.loss.item(), naive_debiased(c.inputs[0], c.inputs[1], c.parameters).loss) < 1e-11);
     }
     // Identical rows: every z_i·z_j/t = 1/t. R_i = M exp(1/t), so with tau_plus = 0.1
     // Ng_i = (M exp(1/t) - 0.1 M exp(1/t))/0.9 = M exp(1/t) > M exp(-1/t): L = log(1 + M) exactly.
-    LossAndGrads identical = evaluate(hand_debiased({0.5, 0.1, 1.0}), {same, same});
+    LossAndGrads identical = evaluate_loss(hand_debiased({0.5, 0.1, 1.0}), {same, same});
     CHECK(relative_error(identical.loss.item(), std::log(1.0L + 4)) < 1e-14);
 }
 
@@ -666,7 +652,7 @@ TEST_CASE("debiased: the clamp compares quantities on the same scale (every simi
         DebiasedParameters parameters{0.5, 0.1, beta};
         NaiveDebiased naive = naive_debiased(u, v, parameters);
         CHECK(naive.clamped_rows == 4);
-        LossAndGrads result = evaluate(hand_debiased(parameters), {u, v});
+        LossAndGrads result = evaluate_loss(hand_debiased(parameters), {u, v});
         Real expected = std::log(1 + 2 * std::exp(4.0L));
         CHECK(relative_error(result.loss.item(), expected) < 1e-14);
         CHECK(relative_error(result.loss.item(), naive.loss) < 1e-14);
@@ -791,7 +777,7 @@ TEST_CASE("megabatch_margin: hand backward equals finite differences, compositio
                 std::max(largest_error, check_finite_differences(hand_megabatch(pos_margin, neg_margin), inputs));
             check_matches_composition(hand_megabatch(pos_margin, neg_margin),
                                       composed_megabatch(pos_margin, neg_margin), inputs);
-            LossAndGrads result = evaluate(hand_megabatch(pos_margin, neg_margin), inputs);
+            LossAndGrads result = evaluate_loss(hand_megabatch(pos_margin, neg_margin), inputs);
             CHECK(relative_error(result.loss.item(), naive_megabatch(inputs[0], inputs[1], pos_margin, neg_margin)) <
                   1e-13);
             std::vector<Tensor> expected = naive_megabatch_gradients(inputs[0], inputs[1], pos_margin, neg_margin);
@@ -823,7 +809,7 @@ TEST_CASE("megabatch_margin: the negative term's gradient flows only through the
         if (positives_positive && static_cast<int64_t>(distinct.size()) < N) break;  // some p_j never chosen
     }
     std::vector<int64_t> hardest = hardest_negatives(inputs[0], inputs[1]);
-    LossAndGrads result = evaluate(hand_megabatch(0.0, 0.0), inputs);
+    LossAndGrads result = evaluate_loss(hand_megabatch(0.0, 0.0), inputs);
     std::vector<double> dp = result.grads[1].to_vector(), a = inputs[0].to_vector();
     Tensor hardest_p = index_select(inputs[1], Tensor::from_indices(hardest, {N}));
     std::vector<double> hinge = sum(inputs[0] * hardest_p, 1).to_vector();  // a_i·p_j*(i), the negative hinge + 0
@@ -859,7 +845,7 @@ TEST_CASE("megabatch_margin: ties pick the lowest j, and only it gets the gradie
     CHECK(hardest == naive_hardest(a_tied, tied));
     // Row 0's pull goes to p_1 alone, never split with p_2: the loops, which pick the lowest j,
     // give the expected gradients exactly.
-    LossAndGrads result = evaluate(hand_megabatch(0.0, 0.0), {a_tied, tied});
+    LossAndGrads result = evaluate_loss(hand_megabatch(0.0, 0.0), {a_tied, tied});
     std::vector<Tensor> expected = naive_megabatch_gradients(a_tied, tied, 0.0, 0.0);
     CHECK(relative_error(result.grads[0], expected[0]) < 1e-15);
     CHECK(relative_error(result.grads[1], expected[1]) < 1e-15);
@@ -867,7 +853,7 @@ TEST_CASE("megabatch_margin: ties pick the lowest j, and only it gets the gradie
     Tensor row = random_unit_rows(generator, 1, 4);
     Tensor same = concat({row, row, row, row}, 0);
     CHECK(hardest_negatives(same, same) == std::vector<int64_t>{1, 0, 0, 0});
-    LossAndGrads identical = evaluate(hand_megabatch(0.8, 0.3), {same, same});
+    LossAndGrads identical = evaluate_loss(hand_megabatch(0.8, 0.3), {same, same});
     // Each hinge: relu(0.8 - 1) = 0 and relu(1 - 0.3) = 0.7, so L = 0.7; p_0 is chosen by
     // rows 1..3 and p_1 by row 0: dL/dp_0 = 3 row/4, dL/dp_1 = row/4, dL/dp_2 = dL/dp_3 = 0.
     CHECK(relative_error(identical.loss.item(), 0.7L) < 1e-15);
@@ -881,7 +867,7 @@ TEST_CASE("megabatch_margin: large embeddings stay finite and match the composit
     Generator generator(434);
     std::vector<Tensor> inputs = megabatch_problem(generator, 5, 4, 0.8, 0.3, 0.8);
     for (Tensor& x : inputs) x = x * 1000.0;
-    LossAndGrads result = evaluate(hand_megabatch(0.8, 0.3), inputs);
+    LossAndGrads result = evaluate_loss(hand_megabatch(0.8, 0.3), inputs);
     CHECK(all_grads_finite(result));
     check_matches_composition(hand_megabatch(0.8, 0.3), composed_megabatch(0.8, 0.3), inputs);
     CHECK(relative_error(result.loss.item(), naive_megabatch(inputs[0], inputs[1], 0.8, 0.3)) < 1e-13);

@@ -63,6 +63,15 @@ std::vector<std::pair<size_t, size_t>> sentences_of(const std::string& text, con
     return sentences;
 }
 
+// 0 .. count-1 in a seeded random order (Fisher-Yates).
+std::vector<int64_t> shuffled_indices(size_t count, Generator& generator) {
+    std::vector<int64_t> order(count);
+    std::iota(order.begin(), order.end(), 0);
+    for (size_t i = count; i > 1; --i)
+        std::swap(order[i - 1], order[static_cast<size_t>(generator.next_index(static_cast<int64_t>(i)))]);
+    return order;
+}
+
 }  // namespace
 
 std::string draw_pseudo_query(const std::string& window_text, Generator& generator) {
@@ -117,9 +126,7 @@ PretrainingReport pretrain_text_encoder(nn::EmbeddingModel& model, const data::T
     int64_t attempts = 0;
     while (static_cast<int64_t>(queries.size()) < report.steps * rows) {
         if (position == order.size()) {
-            std::iota(order.begin(), order.end(), 0);
-            for (size_t i = order.size() - 1; i > 0; --i)
-                std::swap(order[i], order[static_cast<size_t>(drawing.next_index(static_cast<int64_t>(i + 1)))]);
+            order = shuffled_indices(windows.size(), drawing);
             position = 0;
         }
         int64_t source = order[position++];
@@ -186,10 +193,7 @@ PretrainingReport pretrain_text_encoder(nn::EmbeddingModel& model, const data::T
 
     // Sanity figures on a fresh sample: the teacher's and the model's top-1 agreement with the source.
     Generator sampling(config.seed * 7919 + 29);
-    std::vector<int64_t> sample_windows(windows.size());
-    std::iota(sample_windows.begin(), sample_windows.end(), 0);
-    for (size_t i = sample_windows.size() - 1; i > 0; --i)
-        std::swap(sample_windows[i], sample_windows[static_cast<size_t>(sampling.next_index(static_cast<int64_t>(i + 1)))]);
+    std::vector<int64_t> sample_windows = shuffled_indices(windows.size(), sampling);
     sample_windows.resize(std::min<size_t>(sample_windows.size(), kSanityWindows));
     std::vector<std::string> sample_texts, sample_queries;
     std::vector<int64_t> sample_sources;
