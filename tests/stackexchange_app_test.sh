@@ -127,6 +127,9 @@ echo '{"app": {"losses": ["infonce", "no_such_loss"]}}' >"$scratch/bad_loss.json
 run stackexchange compare --config "$scratch/bad_loss.json" --output "$scratch/out_bad_loss"
 expect_one_line_error "unknown loss 'no_such_loss'" "$scratch/out_bad_loss" "an unknown loss in the comparison"
 
+run stackexchange compare --config "$scratch/tiny.json" --output "$scratch/out_compare_init" --init "$scratch/run/model.safetensors"
+expect_one_line_error "compare: --init does not apply" "$scratch/out_compare_init" "compare with --init"
+
 if [[ $failures -ne 0 ]]; then
     echo "$failures failed"
     exit 1

@@ -70,6 +70,8 @@ constexpr double kSignificanceLevel = 0.05;
 
 ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const retrieval::RunConfig& config) {
     auto start = std::chrono::steady_clock::now();
+    NCE_CHECK(config.init.empty(), "compare: --init does not apply (every loss starts from the same fresh or "
+              "pretrained model); drop it, or use `train --init`");
     StackExchangeSettings settings = read_settings(config);
     std::string compare_dir = (fs::path(config.output) / "compare").string();
 
@@ -116,8 +118,6 @@ ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const 
     add_rows(tables, "BM25 (whitespace)", lexical, views);
 
     // 3b. Corpus pretraining once (apps/retrieval/pretraining.h); every loss starts from it.
-    NCE_CHECK(config.init.empty(), "compare: --init does not apply (every loss starts from the same fresh or "
-              "pretrained model); drop it, or use `train --init`");
     std::string pretrained_path = (fs::path(compare_dir) / "pretrained.safetensors").string();
     bool pretrained = config.pretrain_steps != 0;
     nlohmann::json pretraining_facts;
