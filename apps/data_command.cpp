@@ -1,9 +1,14 @@
 // nce data stats  --format korquad|posts|ranked-json|python|csn --data PATH [--lenient]
 // nce data sample --format korquad|posts|ranked-json|python|csn --data PATH [--count 3] [--lenient]
+// nce data pairs  --format korquad|posts|ranked-json|python|csn --data PATH --output DIR
+//                 [--test-fraction 0.2] [--seed 13] [--lenient]
 //
 // Reads a data set with the reader for its format and shows what came out: `stats` prints one
 // JSON object (records of each kind, skipped records with reasons and examples, seconds
-// taken); `sample` prints the first few queries with their relevant passages, truncated.
+// taken); `sample` prints the first few queries with their relevant passages, truncated;
+// `pairs` writes the data set as the pairs files `nce train` reads (data/pairs_reader.h):
+// DIR/train.csv and DIR/validation.csv, split by group (article, thread, file) as the apps
+// split it, columns query_id, anchor, positive, one row per relevant passage.
 // Reading is strict unless --lenient: the first bad record stops it with one line naming the
 // file and record.
 #include <fmt/core.h>
@@ -17,10 +22,12 @@
 #include <vector>
 
 #include "apps/commands.h"
+#include "apps/retrieval/run_config.h"
 #include "data/codesearchnet_reader.h"
 #include "data/dataset.h"
 #include "data/korquad_reader.h"
 #include "data/python_miner.h"
+#include "data/split.h"
 #include "data/ranked_qa_reader.h"
 #include "data/stackexchange_reader.h"
 #include "data/text_cleaning.h"
@@ -37,6 +44,9 @@ struct DataOptionsCli {
     std::string path;
     bool lenient = false;
     int count = 3;
+    std::string output;          // pairs: the folder to write
+    double test_fraction = 0.2;  // pairs: the queries (by group) that go to validation.csv
+    uint64_t seed = 13;          // pairs: the split's seed
 };
 
 // Each format and the reader that reads it.
@@ -125,6 +135,47 @@ int run_sample(const DataOptionsCli& options) {
     return 0;
 }
 
+// One CSV field, quoted as RFC 4180 says: inside quotes, a quote is doubled.
+std::string csv_field(const std::string& text) {
+    std::string quoted = "\"";
+    for (char c : text) {
+        if (c == '"') quoted += '"';
+        quoted += c;
+    }
+    return quoted + "\"";
+}
+
+// query_id, anchor, positive: one row per relevant passage of each query.
+std::string pairs_csv(const RetrievalDataset& dataset) {
+    std::string text = "query_id,anchor,positive\n";
+    for (const data::Relevance& relevance : dataset.relevance) {
+        const data::Query& query = dataset.queries[static_cast<size_t>(relevance.query)];
+        const data::Passage& passage = dataset.passages[static_cast<size_t>(relevance.passage)];
+        text += csv_field(query.id) + "," + csv_field(query.text) + "," + csv_field(passage.text) + "\n";
+    }
+    return text;
+}
+
+int run_pairs(const DataOptionsCli& options) {
+    NCE_CHECK(options.test_fraction > 0 && options.test_fraction < 1,
+              "data pairs: --test-fraction must be between 0 and 1, got {}", options.test_fraction);
+    TimedRead read = read_dataset(options);
+    data::DatasetSplits splits = data::split_by_group(read.dataset, 0.0, options.test_fraction, options.seed);
+    NCE_CHECK(!splits.train.queries.empty() && !splits.test.queries.empty(),
+              "data pairs: {} has too few groups to split ({} queries); use more data or another --test-fraction",
+              options.path, read.dataset.queries.size());
+    std::string train = pairs_csv(splits.train), validation = pairs_csv(splits.test);
+    apps::retrieval::create_output_folder(options.output);
+    apps::retrieval::write_text_file_atomically(options.output + "/train.csv", train);
+    apps::retrieval::write_text_file_atomically(options.output + "/validation.csv", validation);
+    fmt::print("{}: {} queries -> {}/train.csv ({} queries, {} rows) and {}/validation.csv ({} queries, {} rows), "
+               "split by group with seed {}\n",
+               options.path, read.dataset.queries.size(), options.output, splits.train.queries.size(),
+               splits.train.relevance.size(), options.output, splits.test.queries.size(), splits.test.relevance.size(),
+               options.seed);
+    return 0;
+}
+
 void add_reading_options(CLI::App& command, DataOptionsCli& options) {
     command.add_option("--format", options.format, "korquad | posts | ranked-json | python | csn")
         ->required()
@@ -149,6 +200,14 @@ void add_data_command(CLI::App& app, int& exit_code) {
     add_reading_options(*sample, *options);
     sample->add_option("--count", options->count, "How many queries to print (default 3)");
     sample->callback([options, &exit_code] { exit_code = run_sample(*options); });
+
+    CLI::App* pairs = command->add_subcommand(
+        "pairs", "Write the data set as train.csv and validation.csv (query_id, anchor, positive) for nce train");
+    add_reading_options(*pairs, *options);
+    pairs->add_option("--output", options->output, "The folder to write train.csv and validation.csv into")->required();
+    pairs->add_option("--test-fraction", options->test_fraction, "The queries (by group) for validation.csv (default 0.2)");
+    pairs->add_option("--seed", options->seed, "The split's seed (default 13)");
+    pairs->callback([options, &exit_code] { exit_code = run_pairs(*options); });
 }
 
 }  // namespace nce::apps

@@ -98,7 +98,8 @@ std::vector<Unit> make_units(const std::vector<std::vector<Relevance>>& answers,
             case BatchStrategy::MultiplePositives: {
                 std::vector<Relevance> good;
                 for (const Relevance& answer : list)
-                    if (answer.rank <= options.max_positive_rank || answer.score > 0) good.push_back(answer);
+                    if (!answer.hard_negative && (answer.rank <= options.max_positive_rank || answer.score > 0))
+                        good.push_back(answer);
                 if (good.empty()) {
                     ++skipped["question without a good answer"];
                     continue;

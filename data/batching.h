@@ -33,8 +33,9 @@ enum class BatchStrategy {
     // One row per question: its best answer. The other rows' answers are its negatives.
     //   batch of 3: (q0, a0) (q1, a3) (q2, a4)             -> loss infonce(q, p)
     InfoNce,
-    // One row per good answer: rank <= max_positive_rank, or score > 0. Rows of one
-    // question share a qid, so each of its answers counts as a positive of every row.
+    // One row per good answer: rank <= max_positive_rank, or score > 0, and never one marked
+    // hard_negative. Rows of one question share a qid, so each of its answers counts as a
+    // positive of every row.
     //   max_positive_rank 0: (q0, a0, qid 0, rank 0) (q0, a1, qid 0, rank 1) (q1, a3, qid 1)
     //                        (q2, a4, qid 2)   (a2 has score -1 and a5 score 0: left out)
     //                                                    -> loss multi_positive / rank_infonce

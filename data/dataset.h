@@ -31,6 +31,10 @@ struct Relevance {
     // (KorQuAD's answer_start, converted from code points); -1 where the source has none.
     int64_t answer_begin = -1;
     int64_t answer_end = -1;
+    // The source marks this passage as one that does NOT answer the query (a pairs file's
+    // negative column, data/pairs_reader.h). Training uses it as a hard negative of the
+    // query; evaluation never counts it relevant. Such entries rank after the query's answers.
+    bool hard_negative = false;
 };
 
 // What a reader found, for `nce data stats` and error reports.

@@ -804,10 +804,13 @@ RetrievalDataset pairs_dataset(const PairsFile& file) {
     std::vector<size_t> passage_begin{0};
     std::vector<int64_t> passages;
     passage_begin.reserve(file.rows.size() + 1);
-    auto add_passage = [&](const std::string& text, const std::string& group) {
+    // A passage's group is its first query's number, not its text: a long anchor is not
+    // copied into each of its many passages.
+    auto add_passage = [&](const std::string& text, size_t query) {
         auto [found, inserted] = passage_of_text.emplace(text, static_cast<int64_t>(dataset.passages.size()));
         if (inserted)
-            dataset.passages.push_back({fmt::format("passage {}", dataset.passages.size() + 1), text, group});
+            dataset.passages.push_back({fmt::format("passage {}", dataset.passages.size() + 1), text,
+                                        fmt::format("query {}", query + 1)});
         passages.push_back(found->second);
     };
     for (size_t r = 0; r < file.rows.size(); ++r) {
@@ -823,8 +826,8 @@ RetrievalDataset pairs_dataset(const PairsFile& file) {
             next_row[last_row[q]] = r;
             last_row[q] = r;
         }
-        add_passage(row.positive, row.query_key);
-        for (const std::string& negative : row.negatives) add_passage(negative, row.query_key);
+        add_passage(row.positive, q);
+        for (const std::string& negative : row.negatives) add_passage(negative, q);
         passage_begin.push_back(passages.size());
     }
 

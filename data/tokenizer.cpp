@@ -148,6 +148,8 @@ Tokenizer Tokenizer::train(const std::vector<std::string>& texts, const Tokenize
         {"num_threads", std::to_string(std::clamp(num_threads(), 1, 16))},
         {"minloglevel", "2"},  // errors only: SentencePiece reports them to us as a Status too
     };
+    if (!options.exact_vocab_size && options.model_type == TokenizerModelType::Unigram)
+        arguments["hard_vocab_limit"] = "false";
     if (options.seed) sentencepiece::SetRandomGeneratorSeed(*options.seed);
 
     LinesIterator iterator(lines);

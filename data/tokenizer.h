@@ -43,6 +43,9 @@ struct TokenizerOptions {
     // SentencePiece's random seed (it samples when the corpus is large); unset: its default.
     // SentencePiece keeps it process-wide: it stays set after training.
     std::optional<uint32_t> seed;
+    // false: vocab_size is an upper bound (SentencePiece's hard_vocab_limit=false, unigram
+    // only): texts too small to fill it give fewer pieces instead of an error.
+    bool exact_vocab_size = true;
 };
 
 struct EncodedBatch {

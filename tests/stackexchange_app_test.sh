@@ -45,7 +45,7 @@ JSON
 run stackexchange train --config "$scratch/tiny.json" --output "$scratch/run" --seed 5
 expect_exit_zero "stackexchange train (tiny)"
 expect_files "$scratch/run" train config.json data/Posts.xml tokenizer.model model.safetensors train_log.jsonl \
-    results.json metrics.svg training_curves.svg
+    results.json metrics.svg training_curves.svg README.md
 if find "$scratch/run" -name '*tmp*' | grep -q .; then fail "train left a temporary file"; else pass "no temporary file left"; fi
 for row in "untrained model" "BM25 \\(whitespace\\)" "trained model" "hybrid"; do
     expect_in "$scratch/run/results.json" "\"name\": \"$row" "results.json has the row $row"

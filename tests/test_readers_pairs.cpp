@@ -345,11 +345,11 @@ TEST_CASE("pairs_dataset: queries, deduplicated passages and relevance, exactly"
     CHECK(dataset.name == file.path);
     CHECK(query_tuples(dataset) ==
           std::vector<TextTuple>{{"line 2", "a", "a"}, {"line 3", "b", "b"}, {"line 7", "c", "c"}});
-    CHECK(passage_tuples(dataset) == std::vector<TextTuple>{{"passage 1", "p1", "a"},
-                                                            {"passage 2", "n1", "a"},
-                                                            {"passage 3", "p3", "a"},
-                                                            {"passage 4", "shared", "b"},
-                                                            {"passage 5", "p2", "a"}});
+    CHECK(passage_tuples(dataset) == std::vector<TextTuple>{{"passage 1", "p1", "query 1"},
+                                                            {"passage 2", "n1", "query 1"},
+                                                            {"passage 3", "p3", "query 1"},
+                                                            {"passage 4", "shared", "query 2"},
+                                                            {"passage 5", "p2", "query 1"}});
     CHECK(relevance_tuples(dataset) == std::vector<RelevanceTuple>{
                                            {"line 2", "passage 5", 2.0, 0, false},  // p2
                                            {"line 2", "passage 1", 0.5, 1, false},  // p1, before p3 (file order)

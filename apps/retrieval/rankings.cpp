@@ -179,7 +179,7 @@ eval::RelevantSets relevant_sets(const data::RetrievalDataset& dataset) {
         NCE_CHECK(entry.query >= 0 && entry.query < static_cast<int64_t>(dataset.queries.size()) && entry.passage >= 0 &&
                       entry.passage < static_cast<int64_t>(dataset.passages.size()),
                   "data set {}: a relevance entry points outside the queries or passages", dataset.name);
-        relevant[static_cast<size_t>(entry.query)].push_back(entry.passage);
+        if (!entry.hard_negative) relevant[static_cast<size_t>(entry.query)].push_back(entry.passage);
     }
     for (size_t q = 0; q < relevant.size(); ++q)
         NCE_CHECK(!relevant[q].empty(), "data set {}: query '{}' has no relevant passage, so it cannot be scored",

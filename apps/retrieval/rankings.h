@@ -37,7 +37,8 @@ struct RankedLists {
     std::vector<std::vector<double>> scores;     // the same shape: their scores
 };
 
-// relevant[q]: the passages `dataset.relevance` marks for query q. Throws naming the data set
+// relevant[q]: the passages `dataset.relevance` marks for query q (hard negatives are not
+// relevant). Throws naming the data set
 // when a query has none (every query must be answerable to be scored).
 eval::RelevantSets relevant_sets(const data::RetrievalDataset& dataset);
 

@@ -11,6 +11,7 @@
 #include <memory>
 #include <set>
 
+#include "apps/retrieval/model_card.h"
 #include "apps/retrieval/passage_index.h"
 #include "apps/retrieval/pretraining.h"
 #include "apps/retrieval/svg_charts.h"
@@ -121,6 +122,10 @@ void report(const RetrievalApp& app, const RunConfig& config, const RunFiles& fi
             for (const auto& [key, value] : app_facts.items()) extra[key] = value;
     }
     write_results_json(files.results, outcome.table, extra);
+    if (trained)
+        write_text_file_atomically(files.model_card,
+                                   model_card_markdown(app.name == "train" ? "nce train" : "nce " + app.name, config,
+                                                       outcome.table, extra));
     write_metric_bars_svg(outcome.table, files.metrics_svg);
     if (trained && fs::exists(files.log))
         write_training_curves_svg(files.log, files.curves_svg, fmt::format("nce {}: training ({})", app.name, config.loss));
@@ -136,7 +141,7 @@ void report(const RetrievalApp& app, const RunConfig& config, const RunFiles& fi
     else
         print_truncation("test passages", outcome.test_passages, config.max_passage_length);
     fmt::print("wrote {} (results.json, metrics.svg{}) in {:.1f} s\n", files.output,
-               trained ? ", training_curves.svg, model.safetensors, tokenizer.model, train_log.jsonl" : "",
+               trained ? ", training_curves.svg, model.safetensors, tokenizer.model, train_log.jsonl, README.md" : "",
                outcome.seconds);
 }
 
@@ -388,12 +393,15 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     create_output_folder(config.output);
     data::Tokenizer tokenizer = run_tokenizer(config, splits, files);
     write_run_config(files.config, config);
-    fmt::print("tokenizer: {} pieces ({})\n", tokenizer.vocab_size(), files.tokenizer);
+    fmt::print("tokenizer: {} pieces ({}){}\n", tokenizer.vocab_size(), files.tokenizer,
+               tokenizer.vocab_size() < config.vocab_size
+                   ? fmt::format("; the text fills no more than that of the {} asked for", config.vocab_size)
+                   : "");
     std::fflush(stdout);
 
     std::unique_ptr<nn::EmbeddingModel> untrained = make_text_encoder(config, tokenizer.vocab_size());
     std::unique_ptr<nn::EmbeddingModel> model, pretrained;
-    nlohmann::json facts = {{"split", split_sizes(splits)}};
+    nlohmann::json facts = {{"split", split_sizes(splits)}, {"tokenizer_pieces", tokenizer.vocab_size()}};
     if (!config.init.empty()) {
         model = load_init(config, tokenizer.vocab_size());
         fmt::print("starting from {} (no corpus pretraining)\n", config.init);
@@ -458,10 +466,13 @@ RunOutcome run_pretrain(const RetrievalApp& app, const RunConfig& given_config) 
     create_output_folder(config.output);
     data::Tokenizer tokenizer = run_tokenizer(config, splits, files);
     write_run_config(files.config, config);
-    fmt::print("tokenizer: {} pieces ({})\n", tokenizer.vocab_size(), files.tokenizer);
+    fmt::print("tokenizer: {} pieces ({}){}\n", tokenizer.vocab_size(), files.tokenizer,
+               tokenizer.vocab_size() < config.vocab_size
+                   ? fmt::format("; the text fills no more than that of the {} asked for", config.vocab_size)
+                   : "");
     std::unique_ptr<nn::EmbeddingModel> untrained = make_text_encoder(config, tokenizer.vocab_size());
     std::unique_ptr<nn::EmbeddingModel> model = make_text_encoder(config, tokenizer.vocab_size());
-    nlohmann::json facts = {{"split", split_sizes(splits)}};
+    nlohmann::json facts = {{"split", split_sizes(splits)}, {"tokenizer_pieces", tokenizer.vocab_size()}};
     facts["pretraining"] = pretraining_facts(pretrain_and_save(app, config, files, tokenizer, dataset, *model));
     new_folder.keep();
     RunOutcome outcome = evaluate_on_split(app, config, tokenizer, untrained.get(), *model,

@@ -330,6 +330,10 @@ nlohmann::json read_config_file(const std::string& path, const std::string& flag
 
 RunConfig RunConfigOptions::resolve() const { return resolve_from(defaults_); }
 
+bool RunConfigOptions::chosen(const std::string& field) const {
+    return given(field) || (!config_path_.empty() && read_config_file(config_path_, "--config").contains(field));
+}
+
 RunConfig RunConfigOptions::resolve_over_run() const {
     RunConfig first = resolve();  // where the output folder is
     std::string run_config = RunFiles(first.output).config;
@@ -378,7 +382,8 @@ RunFiles::RunFiles(const std::string& output_folder)
       results((fs::path(output_folder) / "results.json").string()),
       curves_svg((fs::path(output_folder) / "training_curves.svg").string()),
       metrics_svg((fs::path(output_folder) / "metrics.svg").string()),
-      index((fs::path(output_folder) / "index").string()) {}
+      index((fs::path(output_folder) / "index").string()),
+      model_card((fs::path(output_folder) / "README.md").string()) {}
 
 void create_output_folder(const std::string& output) {
     std::error_code error;

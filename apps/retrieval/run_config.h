@@ -105,15 +105,17 @@ public:
     // so they take the seed, split, data and lengths that train used:
     //   defaults <- <output>/config.json <- --config file <- flags
     RunConfig resolve_over_run() const;
+    // `base` (in place of the defaults given to add_to) <- the --config file <- the flags
+    // given; validated. For defaults that depend on the data (nce train's vocabulary).
+    RunConfig resolve_from(RunConfig base) const;
     // Whether the flag for `field` ("data", "seed", ...) was given on the command line.
     bool given(const std::string& field) const;
+    // Whether the user chose `field`: its flag, or its key in the --config file.
+    bool chosen(const std::string& field) const;
     // --no-pretrain was given (resolve() then sets pretrain_steps to 0).
     bool no_pretrain() const { return no_pretrain_; }
 
 private:
-    // `base` <- the --config file <- the flags given; validated.
-    RunConfig resolve_from(RunConfig base) const;
-
     RunConfig defaults_;
     std::string config_path_;
     std::map<std::string, std::string> values_;        // field -> text given on the command line
@@ -140,6 +142,7 @@ struct RunFiles {
     std::string curves_svg;       // training_curves.svg
     std::string metrics_svg;      // metrics.svg: the metric table as grouped bars
     std::string index;            // index/: the FAISS passage index (see passage_index.h)
+    std::string model_card;       // README.md: what the run trained, on what, how well, how to use it
 };
 
 // Creates the output folder (and parents); throws naming it when that fails or it is a file.

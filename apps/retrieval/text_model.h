@@ -19,8 +19,9 @@
 namespace nce::apps::retrieval {
 
 // Trains a SentencePiece model (config.vocab_size, tokenizer_type, character_coverage,
-// seeded with config.seed) on `texts` and saves it as `<directory>/tokenizer.model`. When the
-// texts cannot fill the vocabulary, the error names --vocab-size and the size they allow.
+// seeded with config.seed) on `texts` and saves it as `<directory>/tokenizer.model`. For the
+// unigram model vocab_size is an upper bound: texts too small to fill it give fewer pieces.
+// A BPE vocabulary the texts cannot fill is an error naming --vocab-size and the size they allow.
 data::Tokenizer train_run_tokenizer(const std::vector<std::string>& texts, const RunConfig& config,
                                     const std::string& directory);
 

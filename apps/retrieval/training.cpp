@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <set>
 
 #include "apps/retrieval/rankings.h"
 #include "data/batching.h"
@@ -47,7 +48,7 @@ double number(const std::map<std::string, std::string>& parameters, const std::s
 data::BatchStrategy strategy_for(const std::string& loss) {
     if (loss == "infonce" || loss == "infonce_symmetric") return data::BatchStrategy::InfoNce;
     if (loss == "multi_positive" || loss == "rank_infonce") return data::BatchStrategy::MultiplePositives;
-    if (loss == "hard_negative_infonce") return data::BatchStrategy::HardNegative;
+    if (loss == "hard_negative_infonce" || loss == "cosent" || loss == "contrastive") return data::BatchStrategy::HardNegative;
     if (loss == "triplet") return data::BatchStrategy::Triplet;
     if (loss == "listwise") return data::BatchStrategy::Listwise;
     fail("training: loss '{}' cannot train a model here; use one of: {}", loss, fmt::join(training_loss_names(), ", "));
@@ -74,6 +75,31 @@ std::vector<data::Batch> usable_batches(const data::RetrievalDataset& train, con
     return batches;
 }
 
+// hard_negatives[q]: the passages the data marks as not answering query q (a pairs file's
+// negative columns; Relevance::hard_negative), in the data's order.
+std::vector<std::vector<int64_t>> hard_negatives_by_query(const data::RetrievalDataset& dataset) {
+    std::vector<std::vector<int64_t>> negatives(dataset.queries.size());
+    for (const data::Relevance& entry : dataset.relevance)
+        if (entry.hard_negative) negatives[static_cast<size_t>(entry.query)].push_back(entry.passage);
+    return negatives;
+}
+
+// The extra candidates of an infonce batch: the hard negatives of its rows' queries, each
+// text once, leaving out any text that is a positive of the batch (it would be scored as a
+// negative of its own query). Empty when the data has none.
+std::vector<std::string> batch_hard_negative_texts(const data::Batch& batch, const data::RetrievalDataset& train,
+                                                   const std::vector<std::vector<int64_t>>& hard_negatives) {
+    std::set<std::string> taken;
+    for (const data::BatchRow& row : batch.rows) taken.insert(train.passages[static_cast<size_t>(row.passage)].text);
+    std::vector<std::string> texts;
+    for (const data::BatchRow& row : batch.rows)
+        for (int64_t passage : hard_negatives[static_cast<size_t>(row.query)]) {
+            const std::string& text = train.passages[static_cast<size_t>(passage)].text;
+            if (taken.insert(text).second) texts.push_back(text);
+        }
+    return texts;
+}
+
 // The model's embeddings of `texts` with dropout from `generator`: a graph for the loss.
 Var embed(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, const std::vector<std::string>& texts,
           int64_t max_length, Generator& generator) {
@@ -94,6 +120,9 @@ Var distributed_batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tok
               "process", loss);
     data::Batch local = batch;
     local.rows = distributed::local_slice(batch.rows);
+    for (const data::Relevance& entry : train.relevance)
+        NCE_CHECK(!entry.hard_negative, "training: the data's hard negatives (negative columns) are used on one "
+                  "process only; run without mpirun, or drop the negative columns");
     Var q = embed(model, tokenizer, data::query_texts(local, train), config.max_query_length, generator);
     Var p = embed(model, tokenizer, data::passage_texts(local, train), config.max_passage_length, generator);
     double tau = number(parameters, "tau", loss);
@@ -103,8 +132,8 @@ Var distributed_batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tok
 
 // The batch's loss, by the table in training.h.
 Var batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, const data::Batch& batch,
-               const data::RetrievalDataset& train, const RunConfig& config,
-               const std::map<std::string, std::string>& parameters, Generator& generator) {
+               const data::RetrievalDataset& train, const std::vector<std::vector<int64_t>>& hard_negatives,
+               const RunConfig& config, const std::map<std::string, std::string>& parameters, Generator& generator) {
     const std::string& loss = config.loss;
     if (distributed::world().size() > 1)
         return distributed_batch_loss(model, tokenizer, batch, train, config, parameters, generator);
@@ -124,8 +153,15 @@ Var batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, cons
     }
     Var q = embed(model, tokenizer, data::query_texts(batch, train), config.max_query_length, generator);
     Var p = p_of();
-    if (loss == "infonce") return losses::infonce(q, p, Var(), Var(), number(parameters, "tau", loss));
-    if (loss == "infonce_symmetric") return losses::infonce_symmetric(q, p, Var(), Var(), number(parameters, "tau", loss));
+    if (loss == "infonce" || loss == "infonce_symmetric") {
+        // The data's hard negatives join the candidates of the query -> passage direction.
+        std::vector<std::string> negative_texts = batch_hard_negative_texts(batch, train, hard_negatives);
+        Var negatives = negative_texts.empty() ? Var()
+                                               : embed(model, tokenizer, negative_texts, config.max_passage_length, generator);
+        double tau = number(parameters, "tau", loss);
+        return loss == "infonce" ? losses::infonce(q, p, negatives, Var(), tau)
+                                 : losses::infonce_symmetric(q, p, negatives, Var(), tau);
+    }
     Tensor qid = data::qid_tensor(batch);
     if (loss == "multi_positive") return losses::multi_positive(q, p, qid, Var(), number(parameters, "tau", loss));
     if (loss == "rank_infonce") {
@@ -141,6 +177,18 @@ Var batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, cons
     if (loss == "hard_negative_infonce")
         return losses::hard_negative_infonce(q, p, qid, Var(), number(parameters, "tau", loss),
                                              number(parameters, "weight", loss));
+    if (loss == "cosent" || loss == "contrastive") {
+        // One pair per row: the query and one of its passages, labelled by the row's score
+        // (a pairs file's score column; its negatives score 0).
+        Tensor label = data::score_tensor(batch, Dtype::Float32);
+        if (loss == "cosent") return losses::cosent(q, p, label, number(parameters, "scale", loss));
+        for (const data::BatchRow& row : batch.rows)
+            NCE_CHECK(row.score >= 0 && row.score <= 1, "training: loss contrastive needs labels in [0, 1] (1 = similar), "
+                      "got score {} for query '{}'; rescale the score column or use cosent", row.score,
+                      train.queries[static_cast<size_t>(row.query)].id);
+        return losses::contrastive(q, p, label, number(parameters, "margin", loss),
+                                   losses::parse_contrastive_metric(parameters.at("metric")));
+    }
     if (loss == "triplet") {
         Var n = embed(model, tokenizer, data::negative_texts(batch, train), config.max_passage_length, generator);
         return losses::triplet(q, p, n, number(parameters, "margin", loss),
@@ -166,7 +214,8 @@ std::vector<std::string> texts_of_passages(const data::RetrievalDataset& dataset
 
 const std::vector<std::string>& training_loss_names() {
     static const std::vector<std::string> names = {"infonce", "infonce_symmetric", "multi_positive", "rank_infonce",
-                                                   "hard_negative_infonce", "triplet", "listwise"};
+                                                   "hard_negative_infonce", "triplet", "listwise", "cosent",
+                                                   "contrastive"};
     return names;
 }
 
@@ -175,6 +224,14 @@ TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokeniz
                                   const RunConfig& config, const RunFiles& files) {
     strategy_for(config.loss);
     const std::map<std::string, std::string> parameters = loss_parameters(config);
+    const std::vector<std::vector<int64_t>> hard_negatives = hard_negatives_by_query(train);
+    if (config.loss == "cosent") {
+        // cosent ranks pairs by their scores: with one score for all it has nothing to learn.
+        std::set<double> scores;
+        for (const data::Relevance& entry : train.relevance) scores.insert(entry.score);
+        NCE_CHECK(scores.size() >= 2, "training: loss cosent learns from pairs scored differently, but every training "
+                  "pair of {} has the same score; give a score column or negative columns, or use infonce", train.name);
+    }
     TrainingReport report;
     std::vector<std::string> train_queries = texts_of_queries(train), train_passages = texts_of_passages(train);
     report.queries = {static_cast<int64_t>(train_queries.size()),
@@ -222,7 +279,7 @@ TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokeniz
             NCE_CHECK(!batches.empty(), "training: epoch {} has no usable batch", planned_epoch);
         }
         const data::Batch& batch = batches[static_cast<size_t>(position.batch_index) % batches.size()];
-        Var loss = batch_loss(model, tokenizer, batch, train, config, parameters, generator);
+        Var loss = batch_loss(model, tokenizer, batch, train, hard_negatives, config, parameters, generator);
         return nn::BatchLoss::with_graph(loss, static_cast<int64_t>(batch.rows.size()));
     };
     eval::RelevantSets validation_relevant;

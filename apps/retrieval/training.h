@@ -6,13 +6,20 @@
 // function (losses/losses.h) on the model's embeddings:
 //
 //   loss                    batch strategy        call
-//   infonce                 infonce               infonce(q, p, -, -, tau)
-//   infonce_symmetric       infonce               infonce_symmetric(q, p, tau)
+//   infonce                 infonce               infonce(q, p, neg, -, tau)
+//   infonce_symmetric       infonce               infonce_symmetric(q, p, neg, -, tau)
 //   multi_positive          multiple_positives    multi_positive(q, p, qid, tau)
 //   rank_infonce            multiple_positives    rank_infonce(q, p, qid, rank, score, options)
 //   hard_negative_infonce   hard_negative         hard_negative_infonce(q, p, qid, tau, weight)
 //   triplet                 triplet               triplet(q, p, n, margin, metric)
 //   listwise                listwise              listwise(q, p [Q, K, d], score [Q, K], tau)
+//   cosent                  hard_negative         cosent(q, p, score, scale)
+//   contrastive             hard_negative         contrastive(q, p, score, margin, metric)
+//
+// neg: the hard negatives the data marks (Relevance::hard_negative, a pairs file's negative
+// columns) of the batch's queries, each text once and none that is a positive of the batch;
+// none when the data marks none. cosent and contrastive take each row as a pair labelled by
+// its score (a marked negative scores 0); contrastive needs labels in [0, 1].
 //
 // Loss parameters come from config.loss_parameters over the catalogue's defaults. Batches
 // with fewer rows than the loss needs are skipped (the step takes the next batch); a plan

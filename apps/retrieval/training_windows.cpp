@@ -88,6 +88,7 @@ TrainingWindows training_windows(const data::RetrievalDataset& train, const data
         }
         pair.passage = slot->second;
         result.dataset.relevance.push_back(pair);
+        if (relevance.hard_negative) continue;  // a negative takes its closest window too, uncounted
         ++result.positives;
         if (chosen > 0) ++result.moved;
     }

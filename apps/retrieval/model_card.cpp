@@ -1,0 +1,109 @@
+// The model card of a trained run (model_card.h).
+#include "apps/retrieval/model_card.h"
+
+#include <fmt/format.h>
+
+namespace nce::apps::retrieval {
+namespace {
+
+// A markdown table of the metric table: one row per ranker, "value [low, high]" cells.
+std::string markdown_table(const MetricTable& table) {
+    std::string text = "| ranker |";
+    std::string rule = "|---|";
+    for (const std::string& column : table.columns) {
+        text += " " + column + " |";
+        rule += "---|";
+    }
+    text += "\n" + rule + "\n";
+    for (const MetricRow& row : table.rows) {
+        text += "| " + row.name + " |";
+        for (const std::string& column : table.columns) {
+            auto value = row.metrics.find(column);
+            auto interval = row.intervals.find(column);
+            std::string cell = value == row.metrics.end()
+                                   ? ""
+                                   : format_metric_cell(value->second,
+                                                        interval == row.intervals.end() ? nullptr : &interval->second);
+            text += " " + cell + " |";
+        }
+        text += "\n";
+    }
+    return text;
+}
+
+std::string fact(const nlohmann::json& facts, const char* key) {
+    if (!facts.contains(key)) return "-";
+    const nlohmann::json& value = facts.at(key);
+    return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+std::string split_line(const nlohmann::json& facts) {
+    if (!facts.contains("split")) return "";
+    const nlohmann::json& split = facts.at("split");
+    std::string line = "- Split (queries / passages):";
+    for (const char* side : {"train", "validation", "test"})
+        if (split.contains(side))
+            line += fmt::format(" {} {} / {};", side, split.at(side).value("queries", 0), split.at(side).value("passages", 0));
+    line.back() = '\n';
+    return line;
+}
+
+}  // namespace
+
+std::string model_card_markdown(const std::string& command, const RunConfig& config, const MetricTable& table,
+                                const nlohmann::json& facts) {
+    std::string loss_parameters;
+    for (const auto& [name, value] : config.loss_parameters) loss_parameters += fmt::format(" {}={}", name, value);
+    std::string start = !config.init.empty() ? "fine-tuned from " + config.init
+                        : facts.contains("pretraining")
+                            ? "fresh, then pretrained on the corpus imitating BM25 (pretrained.safetensors)"
+                            : "fresh (random initialisation, seed " + std::to_string(config.seed) + ")";
+    const nlohmann::json training = facts.value("training", nlohmann::json::object());
+    std::string card;
+    card += fmt::format("# {}: a text encoder trained by `{}`\n\n", config.output, command);
+    card += "## What it is\n\n";
+    card += fmt::format("- Model: text_encoder, d_model {}, {} layers, {} heads, feed-forward {}, dropout {}; "
+                        "masked mean pooling, unit-length embeddings of {} numbers.\n",
+                        config.d_model, config.num_layers, config.nhead, config.dim_feedforward, config.dropout,
+                        config.d_model);
+    card += fmt::format("- Tokenizer: SentencePiece {} of {} pieces, trained on the training split (tokenizer.model).\n",
+                        config.tokenizer_type, fact(facts, "tokenizer_pieces"));
+    card += fmt::format("- Lengths: queries cut at {} tokens, passages at {}.\n", config.max_query_length,
+                        config.max_passage_length);
+    card += "\n## What it learned from\n\n";
+    card += fmt::format("- Data: {}\n", config.data.empty() ? "the app's generated default" : config.data);
+    card += split_line(facts);
+    card += fmt::format("- Start: {}\n", start);
+    card += fmt::format("- Loss: {}{}; batch {}, {} steps planned, {} taken (stopped early: {}), AdamW lr {} "
+                        "(weight decay {}), {} schedule with {} warm-up steps, gradient clipping {}\n",
+                        config.loss, loss_parameters.empty() ? " (catalogue defaults)" : " with" + loss_parameters,
+                        config.batch_size, config.max_steps, fact(training, "steps"), fact(training, "stopped_early"),
+                        config.learning_rate, config.weight_decay, config.schedule, config.warmup_steps,
+                        config.max_grad_norm);
+    card += fmt::format("- Seed {}, {} threads, {:.0f} s for the whole run; every setting is in config.json.\n",
+                        config.seed, fact(facts, "threads"), facts.value("seconds", 0.0));
+    card += "\n## How well it retrieves\n\n";
+    card += "On the test split (each cell: the mean over the test queries and its 95% bootstrap interval; "
+            "intervals that overlap are no evidence of a difference):\n\n";
+    card += markdown_table(table);
+    card += "\n![the metric table as bars](metrics.svg)\n\n![training loss and validation MRR@10](training_curves.svg)\n";
+    card += "\n## How to use it\n\n";
+    card += "```sh\n";
+    card += fmt::format("nce encode --model {0}/model.safetensors --tokens ids.npy --out embeddings.npy  "
+                        "# token ids (int64 [N, T]) -> unit vectors\n",
+                        config.output);
+    if (command != "nce train") {
+        card += fmt::format("{0} eval --output {1}                              # the table again\n", command,
+                            config.output);
+        card += fmt::format("{0} index --output {1}                             # a FAISS index of every passage\n",
+                            command, config.output);
+        card += fmt::format("{0} search --output {1} \"your question\"            # the nearest passages\n", command,
+                            config.output);
+    }
+    card += "```\n\n";
+    card += "From C++: `nn::load_model(\"model.safetensors\")` gives the model, `data::Tokenizer::load(\"tokenizer.model\")` "
+            "its tokenizer; `model->encode(ids, mask)` returns one unit vector per text (see nn/model.h).\n";
+    return card;
+}
+
+}  // namespace nce::apps::retrieval

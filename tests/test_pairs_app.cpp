@@ -1,0 +1,169 @@
+// nce train's own parts (apps/pairs/): which losses fit a pairs file's columns, the files as
+// one data set and its split (validation file measured, corpus searched, negatives never
+// relevant), and infonce taking the data's negatives as extra candidates.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "apps/pairs/loss_fit.h"
+#include "apps/pairs/pairs_app.h"
+#include "apps/retrieval/rankings.h"
+#include "apps/retrieval/text_model.h"
+#include "apps/retrieval/training.h"
+#include "tests/test_helpers.h"
+
+namespace fs = std::filesystem;
+using namespace nce;
+using namespace nce::apps;
+
+namespace {
+
+// A folder of its own for one test case, removed at the end.
+struct ScratchFolder {
+    fs::path path;
+    explicit ScratchFolder(const std::string& name)
+        : path(fs::temp_directory_path() / fmt::format("nce_test_pairs_{}_{}", name, getpid())) {
+        fs::remove_all(path);
+        fs::create_directories(path);
+    }
+    ~ScratchFolder() { fs::remove_all(path); }
+    std::string write(const std::string& name, const std::string& text) const {
+        std::ofstream(path / name, std::ios::binary) << text;
+        return (path / name).string();
+    }
+};
+
+data::PairsFile file_with(int64_t negative_columns, bool score) {
+    data::PairsFile file;
+    file.path = "pairs.csv";
+    file.columns = {"anchor", "positive"};
+    for (int64_t k = 1; k <= negative_columns; ++k) file.columns.push_back(fmt::format("negative_{}", k));
+    if (score) file.columns.push_back("score");
+    file.negative_columns = negative_columns;
+    file.has_score = score;
+    return file;
+}
+
+using Names = std::vector<std::string>;
+
+}  // namespace
+
+TEST_CASE("loss fit: the columns decide which losses can train") {
+    CHECK(pairs::losses_that_fit(file_with(0, false), "mixed") ==
+          Names{"infonce", "infonce_symmetric", "multi_positive", "rank_infonce", "hard_negative_infonce", "triplet"});
+    CHECK(pairs::losses_that_fit(file_with(0, false), "hard_negative") ==
+          Names{"infonce", "infonce_symmetric", "multi_positive", "rank_infonce", "hard_negative_infonce"});
+    CHECK(pairs::losses_that_fit(file_with(2, false), "hard_negative") ==
+          Names{"infonce", "infonce_symmetric", "triplet", "listwise", "cosent", "contrastive"});
+    CHECK(pairs::losses_that_fit(file_with(0, true), "mixed") == Names{"rank_infonce", "listwise", "cosent", "contrastive"});
+    CHECK_ERROR_MENTIONS(pairs::check_loss_fits(file_with(0, true), "infonce", "mixed"),
+                         "--loss infonce does not fit pairs.csv (columns: anchor, positive, score): it treats every "
+                         "pair as a positive and would ignore the score column; losses that fit these columns: "
+                         "rank_infonce, listwise, cosent, contrastive");
+    CHECK_ERROR_MENTIONS(pairs::check_loss_fits(file_with(0, false), "cosent", "mixed"),
+                         "needs a score column or negative columns");
+    CHECK_ERROR_MENTIONS(pairs::check_loss_fits(file_with(1, false), "hard_negative_infonce", "mixed"),
+                         "pull the negatives towards the anchor");
+    CHECK_ERROR_MENTIONS(pairs::check_loss_fits(file_with(0, false), "ntxent", "mixed"),
+                         "--loss ntxent: not a loss nce train can train with");
+    CHECK_NOTHROW(pairs::check_loss_fits(file_with(3, false), "triplet", "hard_negative"));
+}
+
+namespace {
+
+const char* kTrainPairs =
+    R"({"anchor": "red apple", "positive": "apples are red", "negative": "apples are blue"})" "\n"
+    R"({"anchor": "yellow banana", "positive": "bananas are yellow", "negative": "bananas are red"})" "\n"
+    R"({"anchor": "purple grape", "positive": "grapes are purple", "negative": "grapes are green"})" "\n"
+    R"({"anchor": "green lime", "positive": "limes are green", "negative": "limes are blue"})" "\n"
+    R"({"anchor": "yellow lemon", "positive": "lemons are yellow", "negative": "lemons are red"})" "\n"
+    R"({"anchor": "orange orange", "positive": "oranges are orange", "negative": "oranges are blue"})" "\n";
+
+const char* kValidationPairs =
+    R"({"anchor": "red cherry", "positive": "cherries are red", "negative": "plums are purple"})" "\n"
+    R"({"anchor": "purple plum", "positive": "plums are purple", "negative": "cherries are red"})" "\n";
+
+}  // namespace
+
+TEST_CASE("pairs data set: the validation file is measured, the corpus searched, negatives never relevant") {
+    ScratchFolder folder("split");
+    retrieval::RunConfig config = pairs::pairs_app().defaults;
+    config.data = folder.write("train.jsonl", kTrainPairs);
+    config.app["validation"] = folder.write("validation.jsonl", kValidationPairs);
+    config.app["corpus"] = folder.write("corpus.txt", "pears are green\n\nkiwis are brown\n");
+    config.validation_fraction = 0.34;  // 2 of the 6 training queries
+
+    data::RetrievalDataset dataset = pairs::load_pairs_dataset(config);
+    CHECK(dataset.queries.size() == 8);
+    data::DatasetSplits splits = pairs::split_pairs_dataset(dataset, config);
+    CHECK(splits.train.queries.size() == 4);
+    CHECK(splits.validation.queries.size() == 2);
+    REQUIRE(splits.test.queries.size() == 2);
+    CHECK(splits.test.queries[0].text == "red cherry");
+    CHECK(splits.test.queries[1].text == "purple plum");
+    std::vector<std::string> searched;
+    for (const data::Passage& passage : splits.test.passages) searched.push_back(passage.text);
+    CHECK(searched == Names{"cherries are red", "plums are purple", "pears are green", "kiwis are brown"});
+    eval::RelevantSets relevant = retrieval::relevant_sets(splits.test);
+    CHECK(relevant == eval::RelevantSets{{0}, {1}});  // each query's negative is the other's positive, not relevant
+    int64_t marked = 0;
+    for (const data::Relevance& entry : splits.train.relevance) marked += entry.hard_negative ? 1 : 0;
+    CHECK(marked == 4);  // the training side keeps its negatives for the losses
+
+    // Without --validation: three ways by query, the corpus on the test side.
+    config.app.erase("validation");
+    config.validation_fraction = 0.2;
+    config.test_fraction = 0.34;
+    splits = pairs::split_pairs_dataset(pairs::load_pairs_dataset(config), config);
+    CHECK(splits.train.queries.size() + splits.validation.queries.size() + splits.test.queries.size() == 6);
+    CHECK(splits.test.queries.size() == 2);
+    CHECK(splits.test.passages.back().text == "kiwis are brown");
+
+    // A loss that does not fit the training file's columns stops the load.
+    config.loss = "multi_positive";
+    CHECK_ERROR_MENTIONS(pairs::load_pairs_dataset(config), "--loss multi_positive does not fit " + config.data);
+}
+
+TEST_CASE("training: infonce takes the data's negatives as extra candidates") {
+    // One step from the same model on the same batch, with and without the negatives (texts
+    // that are no row's positive): every extra candidate adds a positive term under the
+    // log-sum-exp, so the loss must grow.
+    ScratchFolder folder("negatives");
+    retrieval::RunConfig config = pairs::pairs_app().defaults;
+    config.data = folder.write("train.jsonl", kTrainPairs);
+    config.d_model = 16;
+    config.nhead = 2;
+    config.dim_feedforward = 32;
+    config.num_layers = 1;
+    config.dropout = 0;
+    config.max_query_length = config.max_passage_length = 12;
+    config.batch_size = 6;
+    config.max_steps = 1;
+    config.warmup_steps = 0;
+    config.evaluate_every = 0;
+    data::RetrievalDataset with_negatives = pairs::load_pairs_dataset(config);
+    data::RetrievalDataset without_negatives = with_negatives;
+    std::erase_if(without_negatives.relevance, [](const data::Relevance& entry) { return entry.hard_negative; });
+    REQUIRE(without_negatives.relevance.size() == 6);
+
+    std::vector<std::string> texts;
+    for (const data::Query& query : with_negatives.queries) texts.push_back(query.text);
+    for (const data::Passage& passage : with_negatives.passages) texts.push_back(passage.text);
+    data::TokenizerOptions options;
+    options.vocab_size = 30;
+    options.character_coverage = 1.0;
+    data::Tokenizer tokenizer = data::Tokenizer::train(texts, options, (folder.path / "tokenizer").string());
+
+    auto first_step_loss = [&](const data::RetrievalDataset& train, const std::string& name) {
+        std::unique_ptr<nn::EmbeddingModel> model = retrieval::make_text_encoder(config, tokenizer.vocab_size());
+        retrieval::RunFiles files((folder.path / name).string());
+        retrieval::create_output_folder(files.output);
+        return retrieval::train_text_encoder(*model, tokenizer, train, data::RetrievalDataset{}, config, files)
+            .result.last_loss;
+    };
+    double with = first_step_loss(with_negatives, "with");
+    double without = first_step_loss(without_negatives, "without");
+    CHECK(std::isfinite(without));
+    CHECK(with > without + 0.05);
+}

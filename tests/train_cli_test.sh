@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# Tests of `nce train`: small generated pairs files (JSON lines with negatives, CSV with
+# quoted fields, TSV with scores) train end to end, write every file they promise, and the
+# same seed repeats the table; a loss that does not fit the columns, a missing or malformed
+# file are one line on stderr, a non-zero exit and nothing written.
+# Usage: bash tests/train_cli_test.sh PATH/TO/nce   (meson test runs it as 'train-cli')
+set -uo pipefail
+
+if [[ $# -ne 1 || ! -x "$1" ]]; then
+    echo "usage: bash tests/train_cli_test.sh PATH/TO/nce (got: $*)" >&2
+    exit 2
+fi
+nce="$1"
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+stdout="$scratch/stdout"
+stderr="$scratch/stderr"
+failures=0
+source "$(dirname "${BASH_SOURCE[0]}")/cli_test_helpers.sh"
+
+# ---- the files: 80 animals, each with a home and a food; questions about them ----
+/usr/bin/python3 - "$scratch" <<'PY'
+import csv, json, random, sys
+folder = sys.argv[1]
+rng = random.Random(7)
+syllables = ["ka", "lo", "mi", "ren", "tu", "sa", "vo", "pel", "dri", "no", "ga", "fi"]
+places = ["river", "forest", "desert", "mountain", "lake", "meadow", "cave", "island"]
+foods = ["berries", "fish", "seeds", "leaves", "insects", "roots", "grass", "nuts"]
+animals = []
+while len(animals) < 110:
+    name = "".join(rng.choice(syllables) for _ in range(3))
+    if name not in animals:
+        animals.append(name)
+facts = {a: (rng.choice(places), rng.choice(foods)) for a in animals}
+def passage(a):
+    place, food = facts[a]
+    return f"the {a} lives near the {place} and eats {food}, it is a small animal"
+def question(a):
+    return rng.choice(["where does the {} live", "what does the {} eat", "tell me about the {}"]).format(a)
+def rows(names):
+    out = []
+    for a in names:
+        other = rng.choice([b for b in animals if b != a])
+        out.append({"anchor": question(a), "positive": passage(a), "negative": passage(other)})
+    return out
+train, validation, corpus = animals[:80], animals[80:100], animals[100:]
+with open(f"{folder}/train.jsonl", "w") as f:
+    for row in rows(train):
+        f.write(json.dumps(row) + "\n")
+with open(f"{folder}/validation.jsonl", "w") as f:
+    for row in rows(validation):
+        f.write(json.dumps(row) + "\n")
+with open(f"{folder}/corpus.txt", "w") as f:
+    for a in corpus:
+        f.write(passage(a) + "\n")
+with open(f"{folder}/train.csv", "w", newline="") as f:  # every passage holds a comma: quoted
+    writer = csv.writer(f)
+    writer.writerow(["anchor", "positive", "negative_1", "negative_2"])
+    for row in rows(train):
+        writer.writerow([row["anchor"], row["positive"], row["negative"], passage(rng.choice(animals))])
+with open(f"{folder}/scored.tsv", "w") as f:  # a graded score: 1 for the right animal, 0 for another
+    f.write("anchor\tpositive\tscore\n")
+    for a in train:
+        f.write(f"{question(a)}\t{passage(a)}\t1\n")
+        f.write(f"{question(a)}\t{passage(rng.choice(animals))}\t0\n")
+PY
+
+cat >"$scratch/tiny.json" <<'JSON'
+{"d_model": 32, "nhead": 2, "num_layers": 1, "dim_feedforward": 64, "max_query_length": 16,
+ "max_passage_length": 24, "batch_size": 16, "max_steps": 12, "warmup_steps": 2, "evaluate_every": 6,
+ "pretrain_steps": 3, "pretrain_batch_size": 8, "candidate_depth": 20}
+JSON
+
+# ---- --help ----
+run train --help
+expect_exit_zero "nce train --help"
+expect_in "$stdout" "--train" "nce train --help lists --train"
+expect_in "$stdout" "--validation" "nce train --help lists --validation"
+
+# ---- JSON lines with negatives, a validation file and a corpus ----
+run train --config "$scratch/tiny.json" --train "$scratch/train.jsonl" --validation "$scratch/validation.jsonl" \
+    --corpus "$scratch/corpus.txt" --output "$scratch/run" --seed 3
+expect_exit_zero "train (jsonl, validation, corpus)"
+for file in config.json tokenizer.model model.safetensors pretrained.safetensors train_log.jsonl results.json \
+    metrics.svg training_curves.svg; do
+    if [[ -s "$scratch/run/$file" ]]; then pass "train wrote $file"; else fail "train did not write $file"; fi
+done
+expect_in "$stdout" "80 queries|100 queries" "the run says how many queries it read"
+expect_in "$stdout" "test 20/[0-9]+ " "the test split is the validation file's 20 queries"
+for row in "untrained model" "BM25 \\(whitespace\\)" "trained model" "hybrid"; do
+    expect_in "$stdout" "^$row" "the table has the row $row"
+done
+expect_in "$scratch/run/config.json" "\"validation\": \".*validation.jsonl\"" "config.json records the validation file"
+# ---- the model card: data, loss, the table with intervals, the pictures, how to use it ----
+card="$scratch/run/README.md"
+expect_in "$card" "^# .*run: a text encoder trained by \`nce train\`" "the model card has its title"
+expect_in "$card" "^- Data: .*train.jsonl" "the model card names the data"
+expect_in "$card" "^- Split \(queries / passages\): train [0-9]+ / [0-9]+; validation [0-9]+ / [0-9]+; test 20 / [0-9]+" "the model card gives the split"
+expect_in "$card" "^- Loss: infonce \(catalogue defaults\); batch 16, 12 steps planned" "the model card names the loss and budget"
+expect_in "$card" "^\| trained model \| [0-9.]+ \[[0-9.]+, [0-9.]+\] \|" "the model card's table has the trained row with intervals"
+expect_in "$card" "^\| BM25 \(whitespace\) \|" "the model card's table has BM25"
+expect_in "$card" "metrics.svg" "the model card shows the metric bars"
+expect_in "$card" "training_curves.svg" "the model card shows the curves"
+expect_in "$card" "nce encode --model .*/model.safetensors" "the model card says how to use the model"
+expect_in "$scratch/run/results.json" "\"corpus\": \".*corpus.txt\"" "results.json names the corpus"
+
+# ---- the same seed gives the same table ----
+run train --config "$scratch/tiny.json" --train "$scratch/train.jsonl" --validation "$scratch/validation.jsonl" \
+    --corpus "$scratch/corpus.txt" --output "$scratch/again" --seed 3
+expect_exit_zero "train (again)"
+rows() { grep -A200 '"rows"' "$1" | grep -v seconds; }
+if [[ "$(rows "$scratch/run/results.json")" == "$(rows "$scratch/again/results.json")" ]]; then
+    pass "same seed, same table"
+else
+    fail "same seed gave another table"
+fi
+
+# ---- CSV with two negative columns, triplet; TSV with scores, cosent ----
+run train --config "$scratch/tiny.json" --train "$scratch/train.csv" --loss triplet --triplet-negatives hard_negative \
+    --no-pretrain --output "$scratch/csv"
+expect_exit_zero "train (csv, triplet on its negatives)"
+expect_in "$stdout" "^trained model" "the csv run prints the table"
+run train --config "$scratch/tiny.json" --train "$scratch/scored.tsv" --loss cosent --no-pretrain --output "$scratch/tsv"
+expect_exit_zero "train (tsv with a score column, cosent)"
+cp "$scratch/train.jsonl" "$scratch/pairs.data"
+run train --config "$scratch/tiny.json" --train "$scratch/pairs.data" --format jsonl --no-pretrain --max-steps 2 \
+    --output "$scratch/format"
+expect_exit_zero "train (--format jsonl on a file named .data)"
+
+# ---- bad input: one line, non-zero exit, nothing written ----
+run train --config "$scratch/tiny.json" --train "$scratch/scored.tsv" --loss infonce --output "$scratch/out_fit"
+expect_one_line_error "--loss infonce does not fit .*scored.tsv \\(columns: anchor, positive, score\\).*cosent" \
+    "$scratch/out_fit" "a loss that does not fit the columns"
+run train --config "$scratch/tiny.json" --output "$scratch/out_none"
+expect_one_line_error "give the training pairs with --train FILE" "$scratch/out_none" "no --train"
+run train --config "$scratch/tiny.json" --train "$scratch/missing.jsonl" --output "$scratch/out_missing"
+expect_one_line_error "missing.jsonl: no such file" "$scratch/out_missing" "a missing training file"
+run train --config "$scratch/tiny.json" --train "$scratch/pairs.data" --output "$scratch/out_extension"
+expect_one_line_error "pairs.data" "$scratch/out_extension" "an extension that names no format"
+printf 'anchor,positive\n"a question","an answer"\n"broken,"row\n' >"$scratch/broken.csv"
+run train --config "$scratch/tiny.json" --train "$scratch/broken.csv" --output "$scratch/out_broken"
+expect_one_line_error "broken.csv" "$scratch/out_broken" "a malformed CSV row"
+printf 'query,answer\nq,a\n' >"$scratch/columns.csv"
+run train --config "$scratch/tiny.json" --train "$scratch/columns.csv" --output "$scratch/out_columns"
+expect_one_line_error "columns.csv.*anchor" "$scratch/out_columns" "columns named otherwise"
+run train --config "$scratch/tiny.json" --train "$scratch/train.jsonl" --corpus "$scratch/nothing.txt" \
+    --output "$scratch/out_corpus"
+expect_one_line_error "--corpus .*nothing.txt: no such file" "$scratch/out_corpus" "a missing corpus"
+
+if [[ $failures -ne 0 ]]; then
+    echo "$failures check(s) failed"
+    exit 1
+fi
+echo "all checks passed"
