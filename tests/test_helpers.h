@@ -2,7 +2,12 @@
 #pragma once
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "engine/nce.h"
@@ -28,6 +33,29 @@ inline double tolerance_for(Dtype dtype) { return dtype == Dtype::Float64 ? 1e-1
         }                                                                               \
         CHECK_MESSAGE(thrown_, "expected an nce::Error mentioning " << fragment);       \
     } while (0)
+
+// A file in the temporary folder holding `contents`, removed when the object goes; the name
+// ends in `extension` (readers that tell formats apart by it).
+class TemporaryFile {
+public:
+    explicit TemporaryFile(const std::string& contents, const std::string& extension = ".txt") {
+        static int files_made = 0;
+        path_ = (std::filesystem::temp_directory_path() /
+                 ("nce_test_" + std::to_string(::getpid()) + "_" + std::to_string(files_made++) + extension))
+                    .string();
+        std::ofstream(path_, std::ios::binary) << contents;
+    }
+    ~TemporaryFile() {
+        std::error_code ignored;
+        std::filesystem::remove(path_, ignored);
+    }
+    TemporaryFile(const TemporaryFile&) = delete;
+    TemporaryFile& operator=(const TemporaryFile&) = delete;
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_;
+};
 
 // A loss over leaves (the inputs in order), for comparing a loss's hand-written backward
 // with the same loss composed from engine ops or with finite differences.

@@ -34,28 +34,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace nce;
 using namespace nce::data;
-
-// A file in the temporary folder holding `contents`, removed when the object goes.
-class TemporaryFile {
-public:
-    explicit TemporaryFile(const std::string& contents, const std::string& extension = ".txt") {
-        static int files_made = 0;
-        path_ = (fs::temp_directory_path() /
-                 ("nce_test_readers_qa_" + std::to_string(::getpid()) + "_" + std::to_string(files_made++) + extension))
-                    .string();
-        std::ofstream(path_, std::ios::binary) << contents;
-    }
-    ~TemporaryFile() {
-        std::error_code ignored;
-        fs::remove(path_, ignored);
-    }
-    TemporaryFile(const TemporaryFile&) = delete;
-    TemporaryFile& operator=(const TemporaryFile&) = delete;
-    const std::string& path() const { return path_; }
-
-private:
-    std::string path_;
-};
+using nce::testing::TemporaryFile;
 
 // ---- Naive references, written with plain loops -------------------------------------------
 
