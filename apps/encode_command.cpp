@@ -1,19 +1,26 @@
-// nce encode --model CKPT (--features X.npy | --tokens T.npy) [--mask M.npy] --out E.npy
-//            [--batch-size N] [--dtype float32|float64]
+// nce encode --model CKPT (--features X.npy | --tokens T.npy | --text FILE) [--mask M.npy] --out E.npy
+//            [--tokenizer MODEL] [--max-length N] [--batch-size N] [--dtype float32|float64]
 //
 // Embeds every row of the input with a checkpoint's model in eval mode (no dropout) and
 // writes the L2-normalised embeddings [B, out] to E.npy. A sig_predictor takes features
-// [B, T, in_dim] (float); a text_encoder takes token ids [B, T] (int64). The mask [B, T]
-// (int64 or float, 1 = token, 0 = padding) defaults to all tokens. Everything is read and
-// checked, and every batch computed, before the output is written; errors are one line.
+// [B, T, in_dim] (float); a text_encoder takes token ids [B, T] (int64), or texts: --text
+// FILE holds one text per line (UTF-8), tokenized with the tokenizer.model beside the
+// checkpoint (or --tokenizer) and cut at --max-length tokens (default: the model's max_len).
+// The mask [B, T] (int64 or float, 1 = token, 0 = padding) defaults to all tokens. Everything
+// is read and checked, and every batch computed, before the output is written; errors are
+// one line.
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "apps/commands.h"
+#include "data/reader_support.h"
+#include "data/text_cleaning.h"
+#include "data/tokenizer.h"
 #include "engine/nce.h"
 #include "nn/checkpoint.h"
 
@@ -24,6 +31,9 @@ struct EncodeOptionsCli {
     std::string model_path;
     std::string features_path;
     std::string tokens_path;
+    std::string text_path;
+    std::string tokenizer_path;  // default: tokenizer.model beside the model
+    int64_t max_length = 0;      // --text: tokens per text; 0: the model's max_len
     std::string mask_path;
     std::string out_path;
     int64_t batch_size = 256;
@@ -61,6 +71,48 @@ Tensor read_model_input(const EncodeOptionsCli& options, const nn::ModelConfig& 
     return tokens;
 }
 
+// --text FILE: one text per line ("\r\n" or "\n"), each non-empty and valid UTF-8.
+std::vector<std::string> read_text_lines(const std::string& path) {
+    std::string contents = data::read_source_file(path);
+    std::vector<std::string> texts;
+    size_t start = 0;
+    int64_t line = 0;
+    while (start < contents.size()) {
+        size_t end = contents.find('\n', start);
+        if (end == std::string::npos) end = contents.size();
+        std::string text = contents.substr(start, end - start);
+        if (!text.empty() && text.back() == '\r') text.pop_back();
+        ++line;
+        NCE_CHECK(data::is_valid_utf8(text), "encode: --text {}: line {} is not valid UTF-8; the file must be UTF-8 text",
+                  path, line);
+        NCE_CHECK(!data::collapse_whitespace(text).empty(),
+                  "encode: --text {}: line {} is empty; put one text on each line", path, line);
+        texts.push_back(std::move(text));
+        start = end + 1;
+    }
+    return texts;
+}
+
+// --text: the texts as token ids and mask [B, T] with the model's tokenizer.
+data::EncodedBatch read_texts(const EncodeOptionsCli& options, const nn::ModelConfig& config) {
+    NCE_CHECK(config.kind == "text_encoder", "encode: the model in '{}' is a {}, which does not read text: pass "
+              "--features X.npy", options.model_path, config.kind);
+    std::string tokenizer_path = options.tokenizer_path;
+    if (tokenizer_path.empty())
+        tokenizer_path = (std::filesystem::path(options.model_path).parent_path() / "tokenizer.model").string();
+    NCE_CHECK(std::filesystem::is_regular_file(tokenizer_path), "encode: tokenizer {}: no such file; the model's "
+              "token ids need the tokenizer it was trained with (pass --tokenizer, or keep tokenizer.model beside the "
+              "model)", tokenizer_path);
+    data::Tokenizer tokenizer = data::Tokenizer::load(tokenizer_path);
+    NCE_CHECK(tokenizer.vocab_size() == config.vocab_size, "encode: tokenizer {} has {} pieces but the model in '{}' "
+              "was trained with {}; pass the tokenizer of its run", tokenizer_path, tokenizer.vocab_size(),
+              options.model_path, config.vocab_size);
+    int64_t max_length = options.max_length == 0 ? config.max_len : options.max_length;
+    NCE_CHECK(max_length >= 1 && max_length <= config.max_len, "encode: --max-length must be in 1..{} (the model's "
+              "max_len), got {}", config.max_len, max_length);
+    return tokenizer.encode(read_text_lines(options.text_path), max_length);
+}
+
 // The mask from --mask, or all tokens valid. Values are 0 or 1; every row needs a token.
 Tensor read_mask(const EncodeOptionsCli& options, const Tensor& input) {
     Shape expected{input.size(0), input.size(1)};
@@ -86,19 +138,29 @@ Tensor read_mask(const EncodeOptionsCli& options, const Tensor& input) {
 
 int run(const EncodeOptionsCli& options) {
     NCE_CHECK(!options.model_path.empty(), "encode: --model CKPT.safetensors is required");
-    NCE_CHECK(options.features_path.empty() != options.tokens_path.empty(),
-              "encode: pass exactly one of --features X.npy (sig_predictor) and --tokens T.npy (text_encoder)");
+    int inputs = !options.features_path.empty() + !options.tokens_path.empty() + !options.text_path.empty();
+    NCE_CHECK(inputs == 1, "encode: pass exactly one of --features X.npy (sig_predictor), --tokens T.npy or --text "
+              "FILE (text_encoder)");
+    NCE_CHECK(options.text_path.empty() || options.mask_path.empty(),
+              "encode: --mask goes with --tokens; with --text the tokenizer makes the mask");
     NCE_CHECK(!options.out_path.empty(), "encode: --out E.npy is required (where the embeddings go)");
     NCE_CHECK(options.batch_size >= 1, "encode: --batch-size must be at least 1, got {}", options.batch_size);
     Dtype dtype = parse_dtype(options.dtype);
 
     // 1. The model, the input and the mask, all checked before any computing.
     std::unique_ptr<nn::EmbeddingModel> model = nn::load_model(options.model_path, dtype);
-    Tensor input = read_model_input(options, model->config(), dtype);
-    NCE_CHECK(input.size(0) > 0 && input.size(1) > 0, "encode: '{}': the input {} has no rows or no positions",
-              options.features_path.empty() ? options.tokens_path : options.features_path,
-              shape_string(input.shape()));
-    Tensor mask = read_mask(options, input);
+    Tensor input, mask;
+    if (!options.text_path.empty()) {
+        data::EncodedBatch encoded = read_texts(options, model->config());
+        input = encoded.ids;
+        mask = encoded.mask;
+    } else {
+        input = read_model_input(options, model->config(), dtype);
+        NCE_CHECK(input.size(0) > 0 && input.size(1) > 0, "encode: '{}': the input {} has no rows or no positions",
+                  options.features_path.empty() ? options.tokens_path : options.features_path,
+                  shape_string(input.shape()));
+        mask = read_mask(options, input);
+    }
 
     // 2. Eval mode (dropout off), no graph, batch by batch.
     model->train(false);
@@ -128,6 +190,11 @@ void add_encode_command(CLI::App& app, int& exit_code) {
     command->add_option("--model", options->model_path, "Model or training checkpoint (.safetensors with nce_config)");
     command->add_option("--features", options->features_path, "Features [B, T, in_dim] .npy (float), for a sig_predictor");
     command->add_option("--tokens", options->tokens_path, "Token ids [B, T] .npy (int64), for a text_encoder");
+    command->add_option("--text", options->text_path, "Texts, one per line (UTF-8), for a text_encoder");
+    command->add_option("--tokenizer", options->tokenizer_path, "With --text: the tokenizer.model (default: the one "
+                        "beside --model)");
+    command->add_option("--max-length", options->max_length, "With --text: tokens per text (default: the model's "
+                        "max_len)");
     command->add_option("--mask", options->mask_path, "Mask [B, T] .npy (int64 or float; 1 = token, 0 = padding); "
                         "default: every position is a token");
     command->add_option("--out", options->out_path, "Where the embeddings [B, out] go (.npy)");

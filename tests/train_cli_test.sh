@@ -104,6 +104,20 @@ expect_in "$card" "training_curves.svg" "the model card shows the curves"
 expect_in "$card" "nce encode --model .*/model.safetensors" "the model card says how to use the model"
 expect_in "$scratch/run/results.json" "\"corpus\": \".*corpus.txt\"" "results.json names the corpus"
 
+# ---- nce encode --text: the trained model embeds texts with the tokenizer beside it ----
+printf 'where does the kalomi live\nthe kalomi lives near the river\r\nwhat does it eat\n' >"$scratch/texts.txt"
+run encode --model "$scratch/run/model.safetensors" --text "$scratch/texts.txt" --out "$scratch/texts.npy"
+expect_exit_zero "encode --text"
+expect_in "$stdout" "^encode: 3 rows -> .*texts.npy' \\[3, 32\\] float32" "encode --text writes 3 embeddings of the model's width"
+printf 'one text\n\nanother\n' >"$scratch/blank.txt"
+run encode --model "$scratch/run/model.safetensors" --text "$scratch/blank.txt" --out "$scratch/blank.npy"
+expect_one_line_error "blank.txt: line 2 is empty" "$scratch/blank.npy" "encode --text with an empty line"
+mkdir -p "$scratch/alone" && cp "$scratch/run/model.safetensors" "$scratch/alone/"
+run encode --model "$scratch/alone/model.safetensors" --text "$scratch/texts.txt" --out "$scratch/alone.npy"
+expect_one_line_error "tokenizer .*alone/tokenizer.model: no such file" "$scratch/alone.npy" "encode --text without a tokenizer"
+run encode --model "$scratch/run/model.safetensors" --text "$scratch/texts.txt" --max-length 999 --out "$scratch/long.npy"
+expect_one_line_error "--max-length must be in 1..24" "$scratch/long.npy" "encode --text with --max-length beyond the model"
+
 # ---- the same seed gives the same table ----
 run train --config "$scratch/tiny.json" --train "$scratch/train.jsonl" --validation "$scratch/validation.jsonl" \
     --corpus "$scratch/corpus.txt" --output "$scratch/again" --seed 3

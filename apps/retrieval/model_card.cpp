@@ -89,8 +89,8 @@ std::string model_card_markdown(const std::string& command, const RunConfig& con
     card += "\n![the metric table as bars](metrics.svg)\n\n![training loss and validation MRR@10](training_curves.svg)\n";
     card += "\n## How to use it\n\n";
     card += "```sh\n";
-    card += fmt::format("nce encode --model {0}/model.safetensors --tokens ids.npy --out embeddings.npy  "
-                        "# token ids (int64 [N, T]) -> unit vectors\n",
+    card += fmt::format("nce encode --model {0}/model.safetensors --text texts.txt --out embeddings.npy  "
+                        "# one text per line -> unit vectors\n",
                         config.output);
     if (command != "nce train") {
         card += fmt::format("{0} eval --output {1}                              # the table again\n", command,
