@@ -41,7 +41,7 @@ const std::vector<std::pair<std::string, std::string>>& field_help() {
         {"max_query_length", "query tokens kept (longer queries are truncated and counted)"},
         {"max_passage_length", "passage tokens kept (longer passages are truncated and counted)"},
         {"loss", "training loss: infonce, infonce_symmetric, multi_positive, rank_infonce, hard_negative_infonce, "
-                 "triplet, listwise"},
+                 "triplet, listwise, cosent, contrastive"},
         {"triplet_negatives", "triplet's negatives: hard_negative, in_batch, mixed"},
         {"batch_size", "rows per training batch"},
         {"max_steps", "training step budget"},
