@@ -125,6 +125,52 @@ TEST_CASE("pairs data set: the validation file is measured, the corpus searched,
     CHECK_ERROR_MENTIONS(pairs::load_pairs_dataset(config), "--loss multi_positive does not fit " + config.data);
 }
 
+TEST_CASE("training: --mini-batch-size (GradCache) follows the plain run step for step") {
+    // Without dropout, GradCache computes the same loss and gradient as the whole batch at
+    // once (nn/grad_cache.h); after three AdamW steps the losses agree to rounding.
+    ScratchFolder folder("grad_cache");
+    retrieval::RunConfig config = pairs::pairs_app().defaults;
+    config.data = folder.write("train.jsonl", kTrainPairs);
+    config.d_model = 16;
+    config.nhead = 2;
+    config.dim_feedforward = 32;
+    config.num_layers = 1;
+    config.dropout = 0;
+    config.max_query_length = config.max_passage_length = 12;
+    config.batch_size = 6;
+    config.max_steps = 3;
+    config.warmup_steps = 0;
+    config.evaluate_every = 0;
+    data::RetrievalDataset train = pairs::load_pairs_dataset(config);
+    std::erase_if(train.relevance, [](const data::Relevance& entry) { return entry.hard_negative; });
+    std::vector<std::string> texts;
+    for (const data::Query& query : train.queries) texts.push_back(query.text);
+    for (const data::Passage& passage : train.passages) texts.push_back(passage.text);
+    data::TokenizerOptions options;
+    options.vocab_size = 30;
+    options.character_coverage = 1.0;
+    data::Tokenizer tokenizer = data::Tokenizer::train(texts, options, (folder.path / "tokenizer").string());
+
+    auto last_loss = [&](int64_t mini_batch_size, const std::string& name) {
+        retrieval::RunConfig run = config;
+        run.mini_batch_size = mini_batch_size;
+        std::unique_ptr<nn::EmbeddingModel> model = retrieval::make_text_encoder(run, tokenizer.vocab_size());
+        retrieval::RunFiles files((folder.path / name).string());
+        retrieval::create_output_folder(files.output);
+        return retrieval::train_text_encoder(*model, tokenizer, train, data::RetrievalDataset{}, run, files)
+            .result.last_loss;
+    };
+    double plain = last_loss(0, "plain");
+    double cached = last_loss(2, "cached");
+    CHECK(cached == doctest::Approx(plain).epsilon(1e-4));
+    CHECK(last_loss(4, "cached_uneven") == doctest::Approx(plain).epsilon(1e-4));  // 6 rows: 4 + 2
+
+    config.loss = "triplet";
+    config.mini_batch_size = 2;
+    CHECK_ERROR_MENTIONS(retrieval::validate_run_config(config),
+                         "mini_batch_size (GradCache) works with infonce and infonce_symmetric, not triplet");
+}
+
 TEST_CASE("training: infonce takes the data's negatives as extra candidates") {
     // One step from the same model on the same batch, with and without the negatives (texts
     // that are no row's positive): every extra candidate adds a positive term under the

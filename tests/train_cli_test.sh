@@ -141,6 +141,26 @@ run train --config "$scratch/tiny.json" --train "$scratch/pairs.data" --format j
     --output "$scratch/format"
 expect_exit_zero "train (--format jsonl on a file named .data)"
 
+# ---- GradCache: the batch embedded 4 rows at a time ----
+/usr/bin/python3 - "$scratch" <<'PY'
+import json, sys
+folder = sys.argv[1]
+with open(f"{folder}/train.jsonl") as source, open(f"{folder}/positives.jsonl", "w") as out:
+    for line in source:
+        row = json.loads(line)
+        del row["negative"]
+        out.write(json.dumps(row) + "\n")
+PY
+run train --config "$scratch/tiny.json" --train "$scratch/positives.jsonl" --mini-batch-size 4 --no-pretrain \
+    --max-steps 2 --output "$scratch/grad_cache"
+expect_exit_zero "train --mini-batch-size 4 (GradCache)"
+run train --config "$scratch/tiny.json" --train "$scratch/train.jsonl" --mini-batch-size 4 --output "$scratch/out_cache"
+expect_one_line_error "GradCache\\) caches queries and positives only" "$scratch/out_cache" "GradCache on data with negatives"
+run train --config "$scratch/tiny.json" --train "$scratch/positives.jsonl" --mini-batch-size 4 --loss triplet \
+    --output "$scratch/out_cache_loss"
+expect_one_line_error "mini_batch_size \\(GradCache\\) works with infonce and infonce_symmetric, not triplet" \
+    "$scratch/out_cache_loss" "GradCache with a loss it does not cache"
+
 # ---- bad input: one line, non-zero exit, nothing written ----
 run train --config "$scratch/tiny.json" --train "$scratch/scored.tsv" --loss infonce --output "$scratch/out_fit"
 expect_one_line_error "--loss infonce does not fit .*scored.tsv \\(columns: anchor, positive, score\\).*cosent" \

@@ -99,6 +99,9 @@ data::RetrievalDataset load_pairs_dataset(const retrieval::RunConfig& config) {
               "with columns anchor, positive, ...)");
     data::PairsFile train_file = read_pairs(config.data, config);
     check_loss_fits(train_file, config.loss, config.triplet_negatives);
+    NCE_CHECK(config.mini_batch_size == 0 || train_file.negative_columns == 0,
+              "--mini-batch-size (GradCache) caches queries and positives only, and {} has negative columns; drop "
+              "--mini-batch-size or the negative columns", config.data);
     data::RetrievalDataset dataset;
     dataset.name = config.data;
     append_with_groups(dataset, data::pairs_dataset(train_file), "train");

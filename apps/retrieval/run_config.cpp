@@ -44,6 +44,8 @@ const std::vector<std::pair<std::string, std::string>>& field_help() {
                  "triplet, listwise, cosent, contrastive"},
         {"triplet_negatives", "triplet's negatives: hard_negative, in_batch, mixed"},
         {"batch_size", "rows per training batch"},
+        {"mini_batch_size", "GradCache: rows embedded at a time, the batch's exact gradient in less memory "
+                            "(0: the whole batch; infonce, infonce_symmetric)"},
         {"max_steps", "training step budget"},
         {"epochs", "most epochs (max_steps usually ends the run first)"},
         {"learning_rate", "AdamW learning rate"},
@@ -137,6 +139,7 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
     c.loss_parameters = json.at("loss_parameters").get<std::map<std::string, std::string>>();
     c.triplet_negatives = json.at("triplet_negatives").get<std::string>();
     c.batch_size = json.at("batch_size").get<int64_t>();
+    c.mini_batch_size = json.at("mini_batch_size").get<int64_t>();
     c.max_steps = json.at("max_steps").get<int64_t>();
     c.epochs = json.at("epochs").get<int64_t>();
     c.learning_rate = json.at("learning_rate").get<double>();
@@ -182,6 +185,7 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
         {"loss_parameters", c.loss_parameters},
         {"triplet_negatives", c.triplet_negatives},
         {"batch_size", c.batch_size},
+        {"mini_batch_size", c.mini_batch_size},
         {"max_steps", c.max_steps},
         {"epochs", c.epochs},
         {"learning_rate", c.learning_rate},
@@ -263,6 +267,11 @@ void validate_run_config(const RunConfig& c) {
     data::parse_triplet_negatives(c.triplet_negatives);
     positive(c.batch_size, "batch_size");
     NCE_CHECK(c.batch_size >= 2, "config: batch_size must be at least 2 (in-batch negatives), got {}", c.batch_size);
+    NCE_CHECK(c.mini_batch_size >= 0, "config: mini_batch_size must be 0 (off) or positive, got {} (flag "
+              "--mini-batch-size)", c.mini_batch_size);
+    NCE_CHECK(c.mini_batch_size == 0 || c.loss == "infonce" || c.loss == "infonce_symmetric",
+              "config: mini_batch_size (GradCache) works with infonce and infonce_symmetric, not {}; set it to 0 or "
+              "change --loss", c.loss);
     positive(c.max_steps, "max_steps");
     positive(c.epochs, "epochs");
     NCE_CHECK(c.learning_rate > 0, "config: learning_rate must be positive, got {} (flag --learning-rate)", c.learning_rate);

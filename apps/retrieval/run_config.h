@@ -52,6 +52,10 @@ struct RunConfig {
     std::map<std::string, std::string> loss_parameters;  // e.g. {"tau": "0.05"}; unset ones take the catalogue's default
     std::string triplet_negatives = "mixed";  // triplet's negatives: hard_negative, in_batch, mixed
     int64_t batch_size = 64;
+    // GradCache (nn/grad_cache.h): embed a batch this many rows at a time, with the exact
+    // gradient of the whole batch's loss; 0: the whole batch at once. infonce and
+    // infonce_symmetric only.
+    int64_t mini_batch_size = 0;
     int64_t max_steps = 300;           // the step budget (the run ends sooner only by patience)
     int64_t epochs = 1000;             // upper bound; max_steps usually ends the run first
     double learning_rate = 1e-3;

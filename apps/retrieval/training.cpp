@@ -17,6 +17,7 @@
 #include "engine/error.h"
 #include "losses/losses.h"
 #include "nn/checkpoint.h"
+#include "nn/grad_cache.h"
 #include "nn/optimizer.h"
 
 namespace nce::apps::retrieval {
@@ -118,6 +119,8 @@ Var distributed_batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tok
     NCE_CHECK(loss == "infonce" || loss == "infonce_symmetric",
               "training: loss {} does not run on several processes; use infonce or infonce_symmetric, or run one "
               "process", loss);
+    NCE_CHECK(config.mini_batch_size == 0, "training: --mini-batch-size (GradCache) runs on one process; under mpirun "
+              "each process already embeds only its slice of the batch: drop it");
     data::Batch local = batch;
     local.rows = distributed::local_slice(batch.rows);
     for (const data::Relevance& entry : train.relevance)
@@ -130,6 +133,26 @@ Var distributed_batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tok
                              : distributed::infonce_symmetric(q, p, Var(), Var(), tau);
 }
 
+// GradCache (nn/grad_cache.h): the batch's infonce or infonce_symmetric, its exact gradient
+// accumulated into the parameters config.mini_batch_size rows at a time; returns the loss.
+double grad_cache_batch(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, const data::Batch& batch,
+                        const data::RetrievalDataset& train, const std::vector<std::vector<int64_t>>& hard_negatives,
+                        const RunConfig& config, const std::map<std::string, std::string>& parameters,
+                        Generator& generator) {
+    NCE_CHECK(batch_hard_negative_texts(batch, train, hard_negatives).empty(),
+              "training: --mini-batch-size (GradCache) caches queries and positives only, and the data marks hard "
+              "negatives; drop --mini-batch-size or the negative columns");
+    data::EncodedBatch queries = tokenizer.encode(data::query_texts(batch, train), config.max_query_length);
+    data::EncodedBatch passages = tokenizer.encode(data::passage_texts(batch, train), config.max_passage_length);
+    nn::PairBatch pairs{queries.ids, queries.mask, passages.ids, passages.mask};
+    double tau = number(parameters, "tau", config.loss);
+    bool symmetric = config.loss == "infonce_symmetric";
+    nn::EmbeddingLoss loss = [tau, symmetric](const Var& q, const Var& p, const Var&) {
+        return symmetric ? losses::infonce_symmetric(q, p, Var(), Var(), tau) : losses::infonce(q, p, Var(), Var(), tau);
+    };
+    return nn::grad_cache_step(model, model, pairs, loss, config.mini_batch_size, generator);
+}
+
 // The batch's loss, by the table in training.h.
 Var batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, const data::Batch& batch,
                const data::RetrievalDataset& train, const std::vector<std::vector<int64_t>>& hard_negatives,
@@ -137,6 +160,7 @@ Var batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, cons
     const std::string& loss = config.loss;
     if (distributed::world().size() > 1)
         return distributed_batch_loss(model, tokenizer, batch, train, config, parameters, generator);
+    NCE_CHECK(config.mini_batch_size == 0, "training: batch_loss runs without GradCache");
     auto p_of = [&] { return embed(model, tokenizer, data::passage_texts(batch, train), config.max_passage_length, generator); };
     if (loss == "listwise") {
         // Rows come in groups of K with one query: q [Q, d] from each group's first row,
@@ -279,6 +303,10 @@ TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokeniz
             NCE_CHECK(!batches.empty(), "training: epoch {} has no usable batch", planned_epoch);
         }
         const data::Batch& batch = batches[static_cast<size_t>(position.batch_index) % batches.size()];
+        if (config.mini_batch_size > 0 && distributed::world().size() == 1)
+            return nn::BatchLoss::gradients_ready(
+                grad_cache_batch(model, tokenizer, batch, train, hard_negatives, config, parameters, generator),
+                static_cast<int64_t>(batch.rows.size()));
         Var loss = batch_loss(model, tokenizer, batch, train, hard_negatives, config, parameters, generator);
         return nn::BatchLoss::with_graph(loss, static_cast<int64_t>(batch.rows.size()));
     };

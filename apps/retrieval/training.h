@@ -18,7 +18,9 @@
 //
 // neg: the hard negatives the data marks (Relevance::hard_negative, a pairs file's negative
 // columns) of the batch's queries, each text once and none that is a positive of the batch;
-// none when the data marks none. cosent and contrastive take each row as a pair labelled by
+// none when the data marks none. With config.mini_batch_size > 0, infonce and
+// infonce_symmetric run through GradCache (nn/grad_cache.h): the same loss and gradient,
+// embedding mini_batch_size rows at a time (data with hard negatives is refused). cosent and contrastive take each row as a pair labelled by
 // its score (a marked negative scores 0); contrastive needs labels in [0, 1].
 //
 // Loss parameters come from config.loss_parameters over the catalogue's defaults. Batches
