@@ -30,6 +30,8 @@ enum class ParamRule {
     UnitInterval,  // 0 <= x < 1
     Flag,          // 0 or 1
     Choice,        // one of `choices`
+    Text,          // any text, read and checked by the loss itself (matryoshka's dims and
+                   // weights: lists whose checks need the inputs' shapes)
 };
 
 struct ParamSpec {

@@ -21,3 +21,4 @@
 #include "losses/megabatch_margin.h"
 #include "losses/gist.h"
 #include "losses/distill_kl.h"
+#include "losses/matryoshka.h"

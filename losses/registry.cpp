@@ -35,6 +35,7 @@ std::string input_list(const LossDefinition& loss) {
 
 // Throws one line naming the parameter and what its rule expects.
 void validate_parameter(const LossDefinition& loss, const ParamSpec& param, const std::string& text) {
+    if (param.rule == ParamRule::Text) return;  // the loss reads and checks it
     if (param.rule == ParamRule::Choice) {
         bool known = std::find(param.choices.begin(), param.choices.end(), text) != param.choices.end();
         NCE_CHECK(known, "{}: parameter {} must be one of {}; got '{}'", loss.name, param.name,
@@ -59,7 +60,8 @@ void validate_parameter(const LossDefinition& loss, const ParamSpec& param, cons
             NCE_CHECK(value == 0 || value == 1, "{}: parameter {} is a flag: 0 or 1, got {}", loss.name, param.name,
                       text);
             break;
-        case ParamRule::Choice: break;
+        case ParamRule::Choice:
+        case ParamRule::Text: break;
     }
 }
 
@@ -92,7 +94,7 @@ const std::string& LossArguments::text(const std::string& param) const {
 
 const std::vector<LossDefinition>& all_losses() {
     // The order of the spec's tables: the seed documents' losses, then the ones practitioners
-    // reach for next, then those for distillation.
+    // reach for next, then those for distillation and nested embeddings.
     static const std::vector<LossDefinition> losses = {
         infonce_definition(),  infonce_symmetric_definition(), ntxent_definition(),  multi_positive_definition(),
         rank_infonce_definition(), hard_negative_infonce_definition(), triplet_definition(), listwise_definition(),
@@ -100,7 +102,7 @@ const std::vector<LossDefinition>& all_losses() {
         multi_positive_in_definition(), relaxed_hard_negative_definition(), siglip_definition(), dcl_definition(),
         debiased_definition(), cosent_definition(), margin_mse_definition(), megabatch_margin_definition(),
         gist_definition(),
-        distill_kl_definition(),
+        distill_kl_definition(), matryoshka_definition(),
     };
     return losses;
 }

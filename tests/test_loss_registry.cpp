@@ -31,7 +31,8 @@ losses::LossDefinition every_rule_loss() {
                    {"margin", "0.0", ParamRule::NonNegative, {}},
                    {"p_relax", "0.1", ParamRule::UnitInterval, {}},
                    {"mask_self", "1", ParamRule::Flag, {}},
-                   {"metric", "dot", ParamRule::Choice, {"dot", "euclidean"}}};
+                   {"metric", "dot", ParamRule::Choice, {"dot", "euclidean"}},
+                   {"note", "", ParamRule::Text, {}}};
     return loss;
 }
 
@@ -43,7 +44,8 @@ TEST_CASE("registry: all_losses lists the spec's tables in order; find_loss find
     std::vector<std::string> expected{"infonce",   "infonce_symmetric", "ntxent",  "multi_positive", "rank_infonce",
                                       "hard_negative_infonce", "triplet", "listwise", "contrastive", "smooth_l1",
                                       "multi_positive_in", "relaxed_hard_negative", "siglip", "dcl", "debiased",
-                                      "cosent", "margin_mse", "megabatch_margin", "gist", "distill_kl"};
+                                      "cosent", "margin_mse", "megabatch_margin", "gist", "distill_kl",
+                                      "matryoshka"};
     const std::vector<losses::LossDefinition>& all = losses::all_losses();
     REQUIRE(all.size() == expected.size());
     for (size_t k = 0; k < expected.size(); ++k) {
@@ -103,7 +105,7 @@ TEST_CASE("make_arguments: defaults fill every parameter; --set overrides them")
 
 TEST_CASE("make_arguments: an unknown parameter is an error naming it and listing the loss's parameters") {
     CHECK_ERROR_MENTIONS(losses::make_arguments(every_rule_loss(), x_only(), {{"temperature", "0.1"}}),
-                         "unknown parameter 'temperature'; every_rule takes: tau, margin, p_relax, mask_self, metric");
+                         "unknown parameter 'temperature'; every_rule takes: tau, margin, p_relax, mask_self, metric, note");
     losses::LossDefinition no_params = every_rule_loss();
     no_params.params.clear();
     CHECK_ERROR_MENTIONS(losses::make_arguments(no_params, x_only(), {{"tau", "0.1"}}), "takes no parameters");
@@ -142,6 +144,10 @@ TEST_CASE("make_arguments: each range rule of the spec's Conventions") {
     // choices
     CHECK_ERROR_MENTIONS(losses::make_arguments(loss, x_only(), {{"metric", "cosine"}}),
                          "parameter metric must be one of dot, euclidean; got 'cosine'");
+    // free text: any text passes here, the empty default included (the loss checks it)
+    CHECK(losses::make_arguments(loss, x_only(), {}).text("note") == "");
+    CHECK(accepts("note", "64,128, 256"));
+    CHECK(accepts("note", "not a number"));
     // the real losses carry the rule too: --set tau=0 on infonce
     CHECK_ERROR_MENTIONS(losses::make_arguments(losses::find_loss("infonce"),
                                                 {{"q", x_only()["x"]}, {"p", x_only()["x"]}}, {{"tau", "0"}}),
