@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <set>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -165,13 +166,19 @@ int run_pairs(const DataOptionsCli& options) {
               "data pairs: {} has too few groups to split ({} queries); use more data or another --test-fraction",
               options.path, read.dataset.queries.size());
     std::string train = pairs_csv(splits.train), validation = pairs_csv(splits.test);
+    // Queries with at least one relevant passage: a query without one writes no row.
+    auto answered = [](const RetrievalDataset& side) {
+        std::set<int64_t> queries;
+        for (const data::Relevance& relevance : side.relevance) queries.insert(relevance.query);
+        return queries.size();
+    };
     apps::retrieval::create_output_folder(options.output);
     apps::retrieval::write_text_file_atomically(options.output + "/train.csv", train);
     apps::retrieval::write_text_file_atomically(options.output + "/validation.csv", validation);
     fmt::print("{}: {} queries -> {}/train.csv ({} queries, {} rows) and {}/validation.csv ({} queries, {} rows), "
-               "split by group with seed {}\n",
-               options.path, read.dataset.queries.size(), options.output, splits.train.queries.size(),
-               splits.train.relevance.size(), options.output, splits.test.queries.size(), splits.test.relevance.size(),
+               "split by group with seed {}; queries without a relevant passage write no row\n",
+               options.path, read.dataset.queries.size(), options.output, answered(splits.train),
+               splits.train.relevance.size(), options.output, answered(splits.test), splits.test.relevance.size(),
                options.seed);
     return 0;
 }

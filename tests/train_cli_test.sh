@@ -161,6 +161,32 @@ run train --config "$scratch/tiny.json" --train "$scratch/positives.jsonl" --min
 expect_one_line_error "mini_batch_size \\(GradCache\\) works with infonce and infonce_symmetric, not triplet" \
     "$scratch/out_cache_loss" "GradCache with a loss it does not cache"
 
+# ---- nce data pairs: a KorQuAD-format file as train.csv and validation.csv, then nce train on them ----
+/usr/bin/python3 - "$scratch/squad.json" <<'PY'
+import json, sys
+articles = []
+for a in range(10):
+    paragraphs = []
+    for p in range(2):
+        context = f"article {a} paragraph {p}: the town of place{a}x{p} has a mill and a bridge"
+        answer = f"place{a}x{p}"
+        qas = [{"id": f"q{a}-{p}-{k}", "question": f"which town {k} has the mill in article {a} part {p}",
+                "answers": [{"text": answer, "answer_start": context.index(answer)}]} for k in range(2)]
+        paragraphs.append({"context": context, "qas": qas})
+    articles.append({"title": f"article {a}", "paragraphs": paragraphs})
+json.dump({"version": "test", "data": articles}, open(sys.argv[1], "w"))
+PY
+run data pairs --format korquad --data "$scratch/squad.json" --output "$scratch/squad_pairs"
+expect_exit_zero "data pairs (korquad format)"
+expect_in "$stdout" "40 queries -> .*train.csv \\(32 queries, 32 rows\\) and .*validation.csv \\(8 queries, 8 rows\\)" \
+    "data pairs splits the 40 questions by article, 8 to validation"
+expect_in "$scratch/squad_pairs/train.csv" '^query_id,anchor,positive$' "train.csv has the pairs header"
+run train --config "$scratch/tiny.json" --train "$scratch/squad_pairs/train.csv" \
+    --validation "$scratch/squad_pairs/validation.csv" --no-pretrain --max-steps 2 --output "$scratch/squad_run"
+expect_exit_zero "train on the pairs nce data pairs wrote"
+run data pairs --format korquad --data "$scratch/squad.json" --output "$scratch/squad_bad" --test-fraction 1
+expect_one_line_error "--test-fraction must be between 0 and 1" "$scratch/squad_bad" "data pairs with --test-fraction 1"
+
 # ---- bad input: one line, non-zero exit, nothing written ----
 run train --config "$scratch/tiny.json" --train "$scratch/scored.tsv" --loss infonce --output "$scratch/out_fit"
 expect_one_line_error "--loss infonce does not fit .*scored.tsv \\(columns: anchor, positive, score\\).*cosent" \
