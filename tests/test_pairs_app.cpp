@@ -51,9 +51,11 @@ using Names = std::vector<std::string>;
 
 TEST_CASE("loss fit: the columns decide which losses can train") {
     CHECK(pairs::losses_that_fit(file_with(0, false), "mixed") ==
-          Names{"infonce", "infonce_symmetric", "multi_positive", "rank_infonce", "hard_negative_infonce", "triplet"});
+          Names{"infonce", "infonce_symmetric", "multi_positive", "rank_infonce", "hard_negative_infonce", "triplet",
+                "matryoshka"});
     CHECK(pairs::losses_that_fit(file_with(0, false), "hard_negative") ==
-          Names{"infonce", "infonce_symmetric", "multi_positive", "rank_infonce", "hard_negative_infonce"});
+          Names{"infonce", "infonce_symmetric", "multi_positive", "rank_infonce", "hard_negative_infonce",
+                "matryoshka"});
     CHECK(pairs::losses_that_fit(file_with(2, false), "hard_negative") ==
           Names{"infonce", "infonce_symmetric", "triplet", "listwise", "cosent", "contrastive"});
     CHECK(pairs::losses_that_fit(file_with(0, true), "mixed") == Names{"rank_infonce", "listwise", "cosent", "contrastive"});
@@ -165,10 +167,16 @@ TEST_CASE("training: --mini-batch-size (GradCache) follows the plain run step fo
     CHECK(cached == doctest::Approx(plain).epsilon(1e-4));
     CHECK(last_loss(4, "cached_uneven") == doctest::Approx(plain).epsilon(1e-4));  // 6 rows: 4 + 2
 
+    // matryoshka through GradCache: the nested prefixes' gradient equals the uncached one.
+    config.loss = "matryoshka";
+    double nested = last_loss(0, "matryoshka_plain");
+    CHECK(last_loss(2, "matryoshka_cached") == doctest::Approx(nested).epsilon(1e-4));
+    CHECK(nested != doctest::Approx(plain).epsilon(1e-3));  // a different loss, not infonce again
+
     config.loss = "triplet";
     config.mini_batch_size = 2;
     CHECK_ERROR_MENTIONS(retrieval::validate_run_config(config),
-                         "mini_batch_size (GradCache) works with infonce and infonce_symmetric, not triplet");
+                         "mini_batch_size (GradCache) works with infonce, infonce_symmetric and matryoshka, not triplet");
 }
 
 TEST_CASE("training: infonce takes the data's negatives as extra candidates") {

@@ -154,11 +154,14 @@ PY
 run train --config "$scratch/tiny.json" --train "$scratch/positives.jsonl" --mini-batch-size 4 --no-pretrain \
     --max-steps 2 --output "$scratch/grad_cache"
 expect_exit_zero "train --mini-batch-size 4 (GradCache)"
+run train --config "$scratch/tiny.json" --train "$scratch/positives.jsonl" --loss matryoshka --loss-parameter dims=8,16,32 \
+    --mini-batch-size 4 --no-pretrain --max-steps 2 --output "$scratch/matryoshka"
+expect_exit_zero "train --loss matryoshka through GradCache"
 run train --config "$scratch/tiny.json" --train "$scratch/train.jsonl" --mini-batch-size 4 --output "$scratch/out_cache"
 expect_one_line_error "GradCache\\) caches queries and positives only" "$scratch/out_cache" "GradCache on data with negatives"
 run train --config "$scratch/tiny.json" --train "$scratch/positives.jsonl" --mini-batch-size 4 --loss triplet \
     --output "$scratch/out_cache_loss"
-expect_one_line_error "mini_batch_size \\(GradCache\\) works with infonce and infonce_symmetric, not triplet" \
+expect_one_line_error "mini_batch_size \\(GradCache\\) works with infonce, infonce_symmetric and matryoshka, not triplet" \
     "$scratch/out_cache_loss" "GradCache with a loss it does not cache"
 
 # ---- nce data pairs: a KorQuAD-format file as train.csv and validation.csv, then nce train on them ----

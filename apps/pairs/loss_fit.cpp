@@ -18,7 +18,7 @@ std::string misfit(const data::PairsFile& file, const std::string& loss, const s
     if (loss == "listwise" || loss == "cosent" || loss == "contrastive")
         return negatives || score ? "" : "it needs a score column or negative columns to tell good pairs from bad";
     if (score && loss != "rank_infonce") return "it treats every pair as a positive and would ignore the score column";
-    if (negatives && (loss == "multi_positive" || loss == "rank_infonce"))
+    if (negatives && (loss == "multi_positive" || loss == "rank_infonce" || loss == "matryoshka"))
         return "it would ignore the negative columns";
     if (negatives && loss == "hard_negative_infonce")
         return "it counts every text of a query as a positive, so it would pull the negatives towards the anchor";

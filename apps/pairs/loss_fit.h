@@ -5,6 +5,7 @@
 //   loss                     needs                        refuses (it would ignore them)
 //   infonce                  anchor, positive             score
 //   infonce_symmetric        anchor, positive             score
+//   matryoshka               anchor, positive             negatives, score
 //   multi_positive           anchor, positive             negatives, score
 //   rank_infonce             anchor, positive             negatives
 //   hard_negative_infonce    anchor, positive             negatives, score

@@ -41,11 +41,11 @@ const std::vector<std::pair<std::string, std::string>>& field_help() {
         {"max_query_length", "query tokens kept (longer queries are truncated and counted)"},
         {"max_passage_length", "passage tokens kept (longer passages are truncated and counted)"},
         {"loss", "training loss: infonce, infonce_symmetric, multi_positive, rank_infonce, hard_negative_infonce, "
-                 "triplet, listwise, cosent, contrastive"},
+                 "triplet, listwise, cosent, contrastive, matryoshka"},
         {"triplet_negatives", "triplet's negatives: hard_negative, in_batch, mixed"},
         {"batch_size", "rows per training batch"},
         {"mini_batch_size", "GradCache: rows embedded at a time, the batch's exact gradient in less memory "
-                            "(0: the whole batch; infonce, infonce_symmetric)"},
+                            "(0: the whole batch; infonce, infonce_symmetric, matryoshka)"},
         {"max_steps", "training step budget"},
         {"epochs", "most epochs (max_steps usually ends the run first)"},
         {"learning_rate", "AdamW learning rate"},
@@ -269,9 +269,9 @@ void validate_run_config(const RunConfig& c) {
     NCE_CHECK(c.batch_size >= 2, "config: batch_size must be at least 2 (in-batch negatives), got {}", c.batch_size);
     NCE_CHECK(c.mini_batch_size >= 0, "config: mini_batch_size must be 0 (off) or positive, got {} (flag "
               "--mini-batch-size)", c.mini_batch_size);
-    NCE_CHECK(c.mini_batch_size == 0 || c.loss == "infonce" || c.loss == "infonce_symmetric",
-              "config: mini_batch_size (GradCache) works with infonce and infonce_symmetric, not {}; set it to 0 or "
-              "change --loss", c.loss);
+    NCE_CHECK(c.mini_batch_size == 0 || c.loss == "infonce" || c.loss == "infonce_symmetric" || c.loss == "matryoshka",
+              "config: mini_batch_size (GradCache) works with infonce, infonce_symmetric and matryoshka, not {}; set it "
+              "to 0 or change --loss", c.loss);
     positive(c.max_steps, "max_steps");
     positive(c.epochs, "epochs");
     NCE_CHECK(c.learning_rate > 0, "config: learning_rate must be positive, got {} (flag --learning-rate)", c.learning_rate);

@@ -53,8 +53,8 @@ struct RunConfig {
     std::string triplet_negatives = "mixed";  // triplet's negatives: hard_negative, in_batch, mixed
     int64_t batch_size = 64;
     // GradCache (nn/grad_cache.h): embed a batch this many rows at a time, with the exact
-    // gradient of the whole batch's loss; 0: the whole batch at once. infonce and
-    // infonce_symmetric only.
+    // gradient of the whole batch's loss; 0: the whole batch at once. infonce,
+    // infonce_symmetric and matryoshka only.
     int64_t mini_batch_size = 0;
     int64_t max_steps = 300;           // the step budget (the run ends sooner only by patience)
     int64_t epochs = 1000;             // upper bound; max_steps usually ends the run first

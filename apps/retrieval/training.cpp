@@ -47,7 +47,7 @@ double number(const std::map<std::string, std::string>& parameters, const std::s
 }
 
 data::BatchStrategy strategy_for(const std::string& loss) {
-    if (loss == "infonce" || loss == "infonce_symmetric") return data::BatchStrategy::InfoNce;
+    if (loss == "infonce" || loss == "infonce_symmetric" || loss == "matryoshka") return data::BatchStrategy::InfoNce;
     if (loss == "multi_positive" || loss == "rank_infonce") return data::BatchStrategy::MultiplePositives;
     if (loss == "hard_negative_infonce" || loss == "cosent" || loss == "contrastive") return data::BatchStrategy::HardNegative;
     if (loss == "triplet") return data::BatchStrategy::Triplet;
@@ -133,7 +133,19 @@ Var distributed_batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tok
                              : distributed::infonce_symmetric(q, p, Var(), Var(), tau);
 }
 
-// GradCache (nn/grad_cache.h): the batch's infonce or infonce_symmetric, its exact gradient
+// The losses over (q, p) with in-batch negatives and optional extra negatives: infonce,
+// infonce_symmetric (negatives in the q -> p direction), matryoshka (no negatives).
+Var pair_loss(const Var& q, const Var& p, const Var& negatives, const std::string& loss,
+              const std::map<std::string, std::string>& parameters) {
+    double tau = number(parameters, "tau", loss);
+    if (loss == "infonce") return losses::infonce(q, p, negatives, Var(), tau);
+    if (loss == "infonce_symmetric") return losses::infonce_symmetric(q, p, negatives, Var(), tau);
+    NCE_CHECK(loss == "matryoshka", "training: {} is not a pair loss", loss);
+    return losses::matryoshka(q, p, Var(), tau, losses::parse_matryoshka_dims(parameters.at("dims")),
+                              losses::parse_matryoshka_weights(parameters.at("weights")));
+}
+
+// GradCache (nn/grad_cache.h): the batch's infonce, infonce_symmetric or matryoshka, its exact gradient
 // accumulated into the parameters config.mini_batch_size rows at a time; returns the loss.
 double grad_cache_batch(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, const data::Batch& batch,
                         const data::RetrievalDataset& train, const std::vector<std::vector<int64_t>>& hard_negatives,
@@ -145,10 +157,8 @@ double grad_cache_batch(nn::EmbeddingModel& model, const data::Tokenizer& tokeni
     data::EncodedBatch queries = tokenizer.encode(data::query_texts(batch, train), config.max_query_length);
     data::EncodedBatch passages = tokenizer.encode(data::passage_texts(batch, train), config.max_passage_length);
     nn::PairBatch pairs{queries.ids, queries.mask, passages.ids, passages.mask};
-    double tau = number(parameters, "tau", config.loss);
-    bool symmetric = config.loss == "infonce_symmetric";
-    nn::EmbeddingLoss loss = [tau, symmetric](const Var& q, const Var& p, const Var&) {
-        return symmetric ? losses::infonce_symmetric(q, p, Var(), Var(), tau) : losses::infonce(q, p, Var(), Var(), tau);
+    nn::EmbeddingLoss loss = [&](const Var& q, const Var& p, const Var&) {
+        return pair_loss(q, p, Var(), config.loss, parameters);
     };
     return nn::grad_cache_step(model, model, pairs, loss, config.mini_batch_size, generator);
 }
@@ -177,14 +187,13 @@ Var batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, cons
     }
     Var q = embed(model, tokenizer, data::query_texts(batch, train), config.max_query_length, generator);
     Var p = p_of();
-    if (loss == "infonce" || loss == "infonce_symmetric") {
+    if (loss == "infonce" || loss == "infonce_symmetric" || loss == "matryoshka") {
         // The data's hard negatives join the candidates of the query -> passage direction.
-        std::vector<std::string> negative_texts = batch_hard_negative_texts(batch, train, hard_negatives);
+        std::vector<std::string> negative_texts =
+            loss == "matryoshka" ? std::vector<std::string>{} : batch_hard_negative_texts(batch, train, hard_negatives);
         Var negatives = negative_texts.empty() ? Var()
                                                : embed(model, tokenizer, negative_texts, config.max_passage_length, generator);
-        double tau = number(parameters, "tau", loss);
-        return loss == "infonce" ? losses::infonce(q, p, negatives, Var(), tau)
-                                 : losses::infonce_symmetric(q, p, negatives, Var(), tau);
+        return pair_loss(q, p, negatives, loss, parameters);
     }
     Tensor qid = data::qid_tensor(batch);
     if (loss == "multi_positive") return losses::multi_positive(q, p, qid, Var(), number(parameters, "tau", loss));
@@ -239,7 +248,7 @@ std::vector<std::string> texts_of_passages(const data::RetrievalDataset& dataset
 const std::vector<std::string>& training_loss_names() {
     static const std::vector<std::string> names = {"infonce", "infonce_symmetric", "multi_positive", "rank_infonce",
                                                    "hard_negative_infonce", "triplet", "listwise", "cosent",
-                                                   "contrastive"};
+                                                   "contrastive", "matryoshka"};
     return names;
 }
 

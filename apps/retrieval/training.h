@@ -15,11 +15,12 @@
 //   listwise                listwise              listwise(q, p [Q, K, d], score [Q, K], tau)
 //   cosent                  hard_negative         cosent(q, p, score, scale)
 //   contrastive             hard_negative         contrastive(q, p, score, margin, metric)
+//   matryoshka              infonce               matryoshka(q, p, -, tau, dims, weights)
 //
 // neg: the hard negatives the data marks (Relevance::hard_negative, a pairs file's negative
 // columns) of the batch's queries, each text once and none that is a positive of the batch;
-// none when the data marks none. With config.mini_batch_size > 0, infonce and
-// infonce_symmetric run through GradCache (nn/grad_cache.h): the same loss and gradient,
+// none when the data marks none. With config.mini_batch_size > 0, infonce,
+// infonce_symmetric and matryoshka run through GradCache (nn/grad_cache.h): the same loss and gradient,
 // embedding mini_batch_size rows at a time (data with hard negatives is refused). cosent and contrastive take each row as a pair labelled by
 // its score (a marked negative scores 0); contrastive needs labels in [0, 1].
 //
