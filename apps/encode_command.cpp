@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "apps/commands.h"
+#include "apps/retrieval/text_model.h"
 #include "data/reader_support.h"
 #include "data/text_cleaning.h"
 #include "data/tokenizer.h"
@@ -34,6 +35,7 @@ struct EncodeOptionsCli {
     std::string text_path;
     std::string tokenizer_path;  // default: tokenizer.model beside the model
     int64_t max_length = 0;      // --text: tokens per text; 0: the model's max_len
+    int64_t truncate_dim = 0;    // keep each embedding's first N numbers, re-normalised; 0: all
     std::string mask_path;
     std::string out_path;
     int64_t batch_size = 256;
@@ -173,6 +175,7 @@ int run(const EncodeOptionsCli& options) {
         embeddings.push_back(batch.value().to(Device::CPU));
     }
     Tensor result = embeddings.size() == 1 ? embeddings.front() : concat(embeddings, 0);
+    if (options.truncate_dim != 0) result = apps::retrieval::truncate_embeddings(result, options.truncate_dim).to(dtype);
     NCE_CHECK(all_finite(result), "encode: the embeddings are not all finite; nothing was written");
 
     // 3. One atomic write.
@@ -197,6 +200,8 @@ void add_encode_command(CLI::App& app, int& exit_code) {
                         "max_len)");
     command->add_option("--mask", options->mask_path, "Mask [B, T] .npy (int64 or float; 1 = token, 0 = padding); "
                         "default: every position is a token");
+    command->add_option("--truncate-dim", options->truncate_dim, "Keep each embedding's first N numbers, re-normalised "
+                        "(for a model trained with matryoshka); default: all");
     command->add_option("--out", options->out_path, "Where the embeddings [B, out] go (.npy)");
     command->add_option("--batch-size", options->batch_size, "Rows per forward pass (default 256)");
     command->add_option("--dtype", options->dtype, "Compute and write in float32 (default) or float64");

@@ -81,6 +81,12 @@ expect_files "$scratch/index" index index.faiss chunks.jsonl model.safetensors t
 run stackexchange search --index "$scratch/index" --top-k 3 "Why does bitterness change with pellets?"
 expect_exit_zero "stackexchange search"
 expect_in "$stdout" "^ 3\\. [0-9.-]+ " "search prints three hits with scores"
+run stackexchange index --config "$scratch/tiny.json" --output "$scratch/run" --seed 5 --index "$scratch/index16" \
+    --truncate-dim 16
+expect_exit_zero "stackexchange index --truncate-dim 16"
+expect_in "$scratch/index16/index.json" '"truncate_dim": 16' "index.json records the truncation"
+run stackexchange search --index "$scratch/index16" --top-k 2 "Why does bitterness change with pellets?"
+expect_in "$stdout" "^ 2\\. [0-9.-]+ " "search in a truncated index embeds the query to match"
 
 # ---- compare: three losses, three views ----
 run stackexchange compare --config "$scratch/tiny.json" --output "$scratch/run" --seed 5

@@ -157,6 +157,12 @@ expect_exit_zero "train --mini-batch-size 4 (GradCache)"
 run train --config "$scratch/tiny.json" --train "$scratch/positives.jsonl" --loss matryoshka --loss-parameter dims=8,16,32 \
     --mini-batch-size 4 --no-pretrain --max-steps 2 --output "$scratch/matryoshka"
 expect_exit_zero "train --loss matryoshka through GradCache"
+run encode --model "$scratch/matryoshka/model.safetensors" --text "$scratch/texts.txt" --truncate-dim 8 \
+    --out "$scratch/short.npy"
+expect_in "$stdout" "^encode: 3 rows -> .*short.npy' \\[3, 8\\] float32" "encode --truncate-dim 8 keeps 8 numbers per text"
+run encode --model "$scratch/matryoshka/model.safetensors" --text "$scratch/texts.txt" --truncate-dim 64 \
+    --out "$scratch/wide.npy"
+expect_one_line_error "--truncate-dim must be in 1..32" "$scratch/wide.npy" "encode --truncate-dim beyond the model's width"
 run train --config "$scratch/tiny.json" --train "$scratch/train.jsonl" --mini-batch-size 4 --output "$scratch/out_cache"
 expect_one_line_error "GradCache\\) caches queries and positives only" "$scratch/out_cache" "GradCache on data with negatives"
 run train --config "$scratch/tiny.json" --train "$scratch/positives.jsonl" --mini-batch-size 4 --loss triplet \

@@ -85,7 +85,8 @@ IndexSummary build_passage_index(const std::string& index_dir, nn::EmbeddingMode
     NCE_CHECK(!chunks.empty(), "index: no passage gives a token; check --data");
     std::vector<std::string> texts;
     for (const PassageChunk& chunk : chunks) texts.push_back(chunk.text);
-    Tensor embeddings = encode_texts(model, tokenizer, texts, config.max_passage_length, config.encode_batch_size);
+    Tensor embeddings = truncate_embeddings(
+        encode_texts(model, tokenizer, texts, config.max_passage_length, config.encode_batch_size), config.truncate_dim);
     eval::FaissIndex index = eval::FaissIndex::build(embeddings);
 
     std::error_code error;
@@ -109,6 +110,7 @@ IndexSummary build_passage_index(const std::string& index_dir, nn::EmbeddingMode
     nlohmann::json facts = {{"max_query_length", config.max_query_length},
                             {"max_passage_length", config.max_passage_length},
                             {"overlap", overlap},
+                            {"truncate_dim", config.truncate_dim},
                             {"chunks", summary.chunks},
                             {"passages", summary.passages},
                             {"passages_split", summary.passages_split}};
@@ -157,7 +159,9 @@ SearchResult search_passage_index(const std::string& index_dir, const std::strin
               index.size(), chunks.size());
     NCE_CHECK(!query.empty(), "search: the query is empty; give the question in quotes");
     TruncationCount count;
-    Tensor embedding = encode_texts(*model, tokenizer, {query}, max_query_length, 1, &count);
+    // An index built with --truncate-dim holds the embeddings' first numbers; the query matches.
+    int64_t truncate_dim = facts.value("truncate_dim", int64_t{0});
+    Tensor embedding = truncate_embeddings(encode_texts(*model, tokenizer, {query}, max_query_length, 1, &count), truncate_dim);
     eval::TopK top = index.search(embedding, std::min<int64_t>(k, index.size()));
     SearchResult result;
     result.query_truncated = count.truncated > 0;

@@ -64,6 +64,7 @@ const std::vector<std::pair<std::string, std::string>>& field_help() {
         {"candidate_depth", "passages each ranking keeps (the hybrid fuses these)"},
         {"encode_batch_size", "texts per forward pass when encoding"},
         {"top_k", "search: results to print"},
+        {"truncate_dim", "index: keep each embedding's first N numbers, re-normalised (a matryoshka model); 0: all"},
     };
     return help;
 }
@@ -157,6 +158,7 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
     c.bm25_b = json.at("bm25_b").get<double>();
     c.candidate_depth = json.at("candidate_depth").get<int64_t>();
     c.encode_batch_size = json.at("encode_batch_size").get<int64_t>();
+    c.truncate_dim = json.at("truncate_dim").get<int64_t>();
     c.top_k = json.at("top_k").get<int64_t>();
     c.app = json.at("app");
     return c;
@@ -203,6 +205,7 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
         {"bm25_b", c.bm25_b},
         {"candidate_depth", c.candidate_depth},
         {"encode_batch_size", c.encode_batch_size},
+        {"truncate_dim", c.truncate_dim},
         {"top_k", c.top_k},
         {"app", c.app},
     };
@@ -294,6 +297,8 @@ void validate_run_config(const RunConfig& c) {
     NCE_CHECK(c.candidate_depth >= 10, "config: candidate_depth must be at least 10 (the metrics read the top 10), got {}",
               c.candidate_depth);
     positive(c.encode_batch_size, "encode_batch_size");
+    NCE_CHECK(c.truncate_dim >= 0 && c.truncate_dim <= c.d_model, "config: truncate_dim must be in 0..d_model ({}), got "
+              "{} (flag --truncate-dim)", c.d_model, c.truncate_dim);
     positive(c.top_k, "top_k");
 }
 

@@ -81,6 +81,7 @@ struct RunConfig {
     int64_t candidate_depth = 100;     // how many passages each ranking keeps (fusion works on these)
     int64_t encode_batch_size = 128;   // texts per forward pass when encoding
     int64_t top_k = 5;                 // `search`: results printed
+    int64_t truncate_dim = 0;          // `index`: keep the embeddings' first N numbers (Matryoshka); 0: all
 
     // ---- the app's own settings ("app" in the config file), read by the app ----
     nlohmann::json app = nlohmann::json::object();

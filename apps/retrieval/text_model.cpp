@@ -2,6 +2,7 @@
 #include "apps/retrieval/text_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "engine/error.h"
@@ -89,6 +90,25 @@ Tensor encode_texts(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer,
     }
     model.train(was_training);
     return parts.size() == 1 ? parts[0] : concat(parts, 0);
+}
+
+Tensor truncate_embeddings(const Tensor& embeddings, int64_t dimensions) {
+    const int64_t rows = embeddings.size(0), width = embeddings.size(1);
+    NCE_CHECK(dimensions >= 0 && dimensions <= width, "--truncate-dim must be in 1..{} (the model's width), or 0 for "
+              "all of it; got {}", width, dimensions);
+    if (dimensions == 0 || dimensions == width) return embeddings.to(Dtype::Float32);
+    std::vector<double> values = embeddings.to_vector(), prefix(static_cast<size_t>(rows * dimensions));
+    for (int64_t row = 0; row < rows; ++row) {
+        double squares = 0;
+        for (int64_t column = 0; column < dimensions; ++column)
+            squares += values[static_cast<size_t>(row * width + column)] * values[static_cast<size_t>(row * width + column)];
+        NCE_CHECK(squares > 0, "--truncate-dim {}: row {} has only zeros in its first {} numbers; use a larger "
+                  "--truncate-dim", dimensions, row, dimensions);
+        double norm = std::sqrt(squares);
+        for (int64_t column = 0; column < dimensions; ++column)
+            prefix[static_cast<size_t>(row * dimensions + column)] = values[static_cast<size_t>(row * width + column)] / norm;
+    }
+    return Tensor::from_vector(prefix, {rows, dimensions}, Dtype::Float32);
 }
 
 }  // namespace nce::apps::retrieval

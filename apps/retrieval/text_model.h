@@ -54,4 +54,9 @@ int64_t count_truncated(const data::Tokenizer& tokenizer, const std::vector<std:
 Tensor encode_texts(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, const std::vector<std::string>& texts,
                     int64_t max_length, int64_t batch_size, TruncationCount* count = nullptr);
 
+// The first `dimensions` columns of unit rows [N, D], each row re-normalised to unit length
+// (a Matryoshka-trained model's short embedding); float32 [N, dimensions]. 0 or D: the rows
+// as they are. Throws naming --truncate-dim outside 0..D, or a row whose prefix is all zero.
+Tensor truncate_embeddings(const Tensor& embeddings, int64_t dimensions);
+
 }  // namespace nce::apps::retrieval
