@@ -59,6 +59,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
     auto options = std::make_shared<retrieval::RunConfigOptions>();
     options->add_to(*command, pairs.defaults);
     command->get_option("--data")->group("");  // --train names the data here
+    command->get_option("--vocab-size")->default_str("sized to --train");
     struct Files {
         std::string train, validation, corpus, format;
     };
