@@ -66,14 +66,15 @@ TrainingWindows training_windows(const data::RetrievalDataset& train, const data
         if (found == windows_of_passage.end()) continue;  // a passage with no token: nothing to read
         const std::vector<const PassageChunk*>& windows = found->second;
         size_t chosen = 0;
+        const bool counted = !relevance.hard_negative;  // a negative takes its closest window too, uncounted
         if (windows.size() > 1) {
-            split_passages.insert(relevance.passage);
+            if (counted) split_passages.insert(relevance.passage);
             if (relevance.answer_begin >= 0) {
                 chosen = window_of_answer(windows, relevance.answer_begin, relevance.answer_end);
-                ++result.placed_by_answer;
+                result.placed_by_answer += counted;
             } else {
                 chosen = window_of_words(windows, train.queries[static_cast<size_t>(relevance.query)].text);
-                ++result.placed_by_words;
+                result.placed_by_words += counted;
             }
         }
         const PassageChunk& window = *windows[chosen];
@@ -88,7 +89,7 @@ TrainingWindows training_windows(const data::RetrievalDataset& train, const data
         }
         pair.passage = slot->second;
         result.dataset.relevance.push_back(pair);
-        if (relevance.hard_negative) continue;  // a negative takes its closest window too, uncounted
+        if (!counted) continue;
         ++result.positives;
         if (chosen > 0) ++result.moved;
     }

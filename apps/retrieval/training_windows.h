@@ -28,7 +28,7 @@ namespace nce::apps::retrieval {
 struct TrainingWindows {
     data::RetrievalDataset dataset;  // queries as given; passages = the chosen windows
     int64_t positives = 0;           // relevance pairs (hard negatives not counted)
-    int64_t passages_split = 0;      // relevant passages longer than one window
+    int64_t passages_split = 0;      // relevant passages longer than one window (negatives not counted)
     int64_t moved = 0;               // positives not in their passage's first window
     int64_t placed_by_answer = 0;    // of the split ones: placed by the answer's position
     int64_t placed_by_words = 0;     // ... by the words shared with the query
