@@ -86,6 +86,46 @@ const char* kValidationPairs =
     R"({"anchor": "red cherry", "positive": "cherries are red", "negative": "plums are purple"})" "\n"
     R"({"anchor": "purple plum", "positive": "plums are purple", "negative": "cherries are red"})" "\n";
 
+// A tiny run over kTrainPairs (written into `folder`): one layer of width 16, no dropout, the
+// six rows in one batch, `steps` steps, no evaluation.
+retrieval::RunConfig tiny_run(const ScratchFolder& folder, int64_t steps) {
+    retrieval::RunConfig config = pairs::pairs_app().defaults;
+    config.data = folder.write("train.jsonl", kTrainPairs);
+    config.d_model = 16;
+    config.nhead = 2;
+    config.dim_feedforward = 32;
+    config.num_layers = 1;
+    config.dropout = 0;
+    config.max_query_length = config.max_passage_length = 12;
+    config.batch_size = 6;
+    config.max_steps = steps;
+    config.warmup_steps = 0;
+    config.evaluate_every = 0;
+    return config;
+}
+
+// A small tokenizer over every text of `dataset`, saved in `folder`.
+data::Tokenizer small_tokenizer(const data::RetrievalDataset& dataset, const ScratchFolder& folder) {
+    std::vector<std::string> texts;
+    for (const data::Query& query : dataset.queries) texts.push_back(query.text);
+    for (const data::Passage& passage : dataset.passages) texts.push_back(passage.text);
+    data::TokenizerOptions options;
+    options.vocab_size = 30;
+    options.character_coverage = 1.0;
+    return data::Tokenizer::train(texts, options, (folder.path / "tokenizer").string());
+}
+
+// The loss of the last step of training a fresh model of `config` on `train`; the run's
+// files go to folder/name.
+double last_training_loss(const retrieval::RunConfig& config, const data::Tokenizer& tokenizer,
+                          const data::RetrievalDataset& train, const ScratchFolder& folder, const std::string& name) {
+    std::unique_ptr<nn::EmbeddingModel> model = retrieval::make_text_encoder(config, tokenizer.vocab_size());
+    retrieval::RunFiles files((folder.path / name).string());
+    retrieval::create_output_folder(files.output);
+    return retrieval::train_text_encoder(*model, tokenizer, train, data::RetrievalDataset{}, config, files)
+        .result.last_loss;
+}
+
 }  // namespace
 
 TEST_CASE("pairs data set: the validation file is measured, the corpus searched, negatives never relevant") {
@@ -131,36 +171,14 @@ TEST_CASE("training: --mini-batch-size (GradCache) follows the plain run step fo
     // Without dropout, GradCache computes the same loss and gradient as the whole batch at
     // once (nn/grad_cache.h); after three AdamW steps the losses agree to rounding.
     ScratchFolder folder("grad_cache");
-    retrieval::RunConfig config = pairs::pairs_app().defaults;
-    config.data = folder.write("train.jsonl", kTrainPairs);
-    config.d_model = 16;
-    config.nhead = 2;
-    config.dim_feedforward = 32;
-    config.num_layers = 1;
-    config.dropout = 0;
-    config.max_query_length = config.max_passage_length = 12;
-    config.batch_size = 6;
-    config.max_steps = 3;
-    config.warmup_steps = 0;
-    config.evaluate_every = 0;
+    retrieval::RunConfig config = tiny_run(folder, 3);
     data::RetrievalDataset train = pairs::load_pairs_dataset(config);
     std::erase_if(train.relevance, [](const data::Relevance& entry) { return entry.hard_negative; });
-    std::vector<std::string> texts;
-    for (const data::Query& query : train.queries) texts.push_back(query.text);
-    for (const data::Passage& passage : train.passages) texts.push_back(passage.text);
-    data::TokenizerOptions options;
-    options.vocab_size = 30;
-    options.character_coverage = 1.0;
-    data::Tokenizer tokenizer = data::Tokenizer::train(texts, options, (folder.path / "tokenizer").string());
-
+    data::Tokenizer tokenizer = small_tokenizer(train, folder);
     auto last_loss = [&](int64_t mini_batch_size, const std::string& name) {
         retrieval::RunConfig run = config;
         run.mini_batch_size = mini_batch_size;
-        std::unique_ptr<nn::EmbeddingModel> model = retrieval::make_text_encoder(run, tokenizer.vocab_size());
-        retrieval::RunFiles files((folder.path / name).string());
-        retrieval::create_output_folder(files.output);
-        return retrieval::train_text_encoder(*model, tokenizer, train, data::RetrievalDataset{}, run, files)
-            .result.last_loss;
+        return last_training_loss(run, tokenizer, train, folder, name);
     };
     double plain = last_loss(0, "plain");
     double cached = last_loss(2, "cached");
@@ -184,37 +202,14 @@ TEST_CASE("training: infonce takes the data's negatives as extra candidates") {
     // that are no row's positive): every extra candidate adds a positive term under the
     // log-sum-exp, so the loss must grow.
     ScratchFolder folder("negatives");
-    retrieval::RunConfig config = pairs::pairs_app().defaults;
-    config.data = folder.write("train.jsonl", kTrainPairs);
-    config.d_model = 16;
-    config.nhead = 2;
-    config.dim_feedforward = 32;
-    config.num_layers = 1;
-    config.dropout = 0;
-    config.max_query_length = config.max_passage_length = 12;
-    config.batch_size = 6;
-    config.max_steps = 1;
-    config.warmup_steps = 0;
-    config.evaluate_every = 0;
+    retrieval::RunConfig config = tiny_run(folder, 1);
     data::RetrievalDataset with_negatives = pairs::load_pairs_dataset(config);
     data::RetrievalDataset without_negatives = with_negatives;
     std::erase_if(without_negatives.relevance, [](const data::Relevance& entry) { return entry.hard_negative; });
     REQUIRE(without_negatives.relevance.size() == 6);
-
-    std::vector<std::string> texts;
-    for (const data::Query& query : with_negatives.queries) texts.push_back(query.text);
-    for (const data::Passage& passage : with_negatives.passages) texts.push_back(passage.text);
-    data::TokenizerOptions options;
-    options.vocab_size = 30;
-    options.character_coverage = 1.0;
-    data::Tokenizer tokenizer = data::Tokenizer::train(texts, options, (folder.path / "tokenizer").string());
-
+    data::Tokenizer tokenizer = small_tokenizer(with_negatives, folder);
     auto first_step_loss = [&](const data::RetrievalDataset& train, const std::string& name) {
-        std::unique_ptr<nn::EmbeddingModel> model = retrieval::make_text_encoder(config, tokenizer.vocab_size());
-        retrieval::RunFiles files((folder.path / name).string());
-        retrieval::create_output_folder(files.output);
-        return retrieval::train_text_encoder(*model, tokenizer, train, data::RetrievalDataset{}, config, files)
-            .result.last_loss;
+        return last_training_loss(config, tokenizer, train, folder, name);
     };
     double with = first_step_loss(with_negatives, "with");
     double without = first_step_loss(without_negatives, "without");
