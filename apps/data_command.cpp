@@ -16,9 +16,9 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
-#include <set>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,8 +28,8 @@
 #include "data/dataset.h"
 #include "data/korquad_reader.h"
 #include "data/python_miner.h"
-#include "data/split.h"
 #include "data/ranked_qa_reader.h"
+#include "data/split.h"
 #include "data/stackexchange_reader.h"
 #include "data/text_cleaning.h"
 #include "engine/error.h"

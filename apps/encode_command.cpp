@@ -175,7 +175,7 @@ int run(const EncodeOptionsCli& options) {
         embeddings.push_back(batch.value().to(Device::CPU));
     }
     Tensor result = embeddings.size() == 1 ? embeddings.front() : concat(embeddings, 0);
-    if (options.truncate_dim != 0) result = apps::retrieval::truncate_embeddings(result, options.truncate_dim).to(dtype);
+    if (options.truncate_dim != 0) result = apps::retrieval::truncate_embeddings(result, options.truncate_dim);
     NCE_CHECK(all_finite(result), "encode: the embeddings are not all finite; nothing was written");
 
     // 3. One atomic write.

@@ -124,8 +124,7 @@ void report(const RetrievalApp& app, const RunConfig& config, const RunFiles& fi
     write_results_json(files.results, outcome.table, extra);
     if (trained)
         write_text_file_atomically(files.model_card,
-                                   model_card_markdown(app.name == "train" ? "nce train" : "nce " + app.name, config,
-                                                       outcome.table, extra));
+                                   model_card_markdown("nce " + app.name, config, outcome.table, extra));
     write_metric_bars_svg(outcome.table, files.metrics_svg);
     if (trained && fs::exists(files.log))
         write_training_curves_svg(files.log, files.curves_svg, fmt::format("nce {}: training ({})", app.name, config.loss));
@@ -220,6 +219,14 @@ data::Tokenizer run_tokenizer(const RunConfig& config, const data::DatasetSplits
     std::vector<std::string> tokenizer_texts = query_texts_of(splits.train);
     for (const std::string& text : passage_texts_of(splits.train)) tokenizer_texts.push_back(text);
     return train_run_tokenizer(tokenizer_texts, config, config.output);
+}
+
+// "tokenizer: N pieces (path)", and when the text filled fewer pieces than vocab_size allows, so.
+void print_tokenizer(const data::Tokenizer& tokenizer, const RunConfig& config, const RunFiles& files) {
+    fmt::print("tokenizer: {} pieces ({}){}\n", tokenizer.vocab_size(), files.tokenizer,
+               tokenizer.vocab_size() < config.vocab_size
+                   ? fmt::format("; the text fills no more than that of the {} asked for", config.vocab_size)
+                   : "");
 }
 
 // Corpus pretraining of `model` (pretraining.h) over every passage of the data set; saves
@@ -393,10 +400,7 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     create_output_folder(config.output);
     data::Tokenizer tokenizer = run_tokenizer(config, splits, files);
     write_run_config(files.config, config);
-    fmt::print("tokenizer: {} pieces ({}){}\n", tokenizer.vocab_size(), files.tokenizer,
-               tokenizer.vocab_size() < config.vocab_size
-                   ? fmt::format("; the text fills no more than that of the {} asked for", config.vocab_size)
-                   : "");
+    print_tokenizer(tokenizer, config, files);
     std::fflush(stdout);
 
     std::unique_ptr<nn::EmbeddingModel> untrained = make_text_encoder(config, tokenizer.vocab_size());
@@ -466,10 +470,7 @@ RunOutcome run_pretrain(const RetrievalApp& app, const RunConfig& given_config) 
     create_output_folder(config.output);
     data::Tokenizer tokenizer = run_tokenizer(config, splits, files);
     write_run_config(files.config, config);
-    fmt::print("tokenizer: {} pieces ({}){}\n", tokenizer.vocab_size(), files.tokenizer,
-               tokenizer.vocab_size() < config.vocab_size
-                   ? fmt::format("; the text fills no more than that of the {} asked for", config.vocab_size)
-                   : "");
+    print_tokenizer(tokenizer, config, files);
     std::unique_ptr<nn::EmbeddingModel> untrained = make_text_encoder(config, tokenizer.vocab_size());
     std::unique_ptr<nn::EmbeddingModel> model = make_text_encoder(config, tokenizer.vocab_size());
     nlohmann::json facts = {{"split", split_sizes(splits)}, {"tokenizer_pieces", tokenizer.vocab_size()}};

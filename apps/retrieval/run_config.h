@@ -110,9 +110,6 @@ public:
     // so they take the seed, split, data and lengths that train used:
     //   defaults <- <output>/config.json <- --config file <- flags
     RunConfig resolve_over_run() const;
-    // `base` (in place of the defaults given to add_to) <- the --config file <- the flags
-    // given; validated. For defaults that depend on the data (nce train's vocabulary).
-    RunConfig resolve_from(RunConfig base) const;
     // Whether the flag for `field` ("data", "seed", ...) was given on the command line.
     bool given(const std::string& field) const;
     // Whether the user chose `field`: its flag, or its key in the --config file.
@@ -121,6 +118,9 @@ public:
     bool no_pretrain() const { return no_pretrain_; }
 
 private:
+    // `base` <- the --config file <- the flags given; validated.
+    RunConfig resolve_from(RunConfig base) const;
+
     RunConfig defaults_;
     std::string config_path_;
     std::map<std::string, std::string> values_;        // field -> text given on the command line

@@ -96,7 +96,7 @@ Tensor truncate_embeddings(const Tensor& embeddings, int64_t dimensions) {
     const int64_t rows = embeddings.size(0), width = embeddings.size(1);
     NCE_CHECK(dimensions >= 0 && dimensions <= width, "--truncate-dim must be in 1..{} (the model's width), or 0 for "
               "all of it; got {}", width, dimensions);
-    if (dimensions == 0 || dimensions == width) return embeddings.to(Dtype::Float32);
+    if (dimensions == 0 || dimensions == width) return embeddings;
     std::vector<double> values = embeddings.to_vector(), prefix(static_cast<size_t>(rows * dimensions));
     for (int64_t row = 0; row < rows; ++row) {
         double squares = 0;
@@ -108,7 +108,7 @@ Tensor truncate_embeddings(const Tensor& embeddings, int64_t dimensions) {
         for (int64_t column = 0; column < dimensions; ++column)
             prefix[static_cast<size_t>(row * dimensions + column)] = values[static_cast<size_t>(row * width + column)] / norm;
     }
-    return Tensor::from_vector(prefix, {rows, dimensions}, Dtype::Float32);
+    return Tensor::from_vector(prefix, {rows, dimensions}, embeddings.dtype());
 }
 
 }  // namespace nce::apps::retrieval

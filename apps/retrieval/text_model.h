@@ -55,8 +55,8 @@ Tensor encode_texts(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer,
                     int64_t max_length, int64_t batch_size, TruncationCount* count = nullptr);
 
 // The first `dimensions` columns of unit rows [N, D], each row re-normalised to unit length
-// (a Matryoshka-trained model's short embedding); float32 [N, dimensions]. 0 or D: the rows
-// as they are. Throws naming --truncate-dim outside 0..D, or a row whose prefix is all zero.
+// (a Matryoshka-trained model's short embedding), [N, dimensions] in the embeddings' dtype.
+// 0 or D: the rows as they are. Throws naming --truncate-dim outside 0..D, or a row whose prefix is all zero.
 Tensor truncate_embeddings(const Tensor& embeddings, int64_t dimensions);
 
 }  // namespace nce::apps::retrieval

@@ -119,13 +119,8 @@ Var distributed_batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tok
     NCE_CHECK(loss == "infonce" || loss == "infonce_symmetric",
               "training: loss {} does not run on several processes; use infonce or infonce_symmetric, or run one "
               "process", loss);
-    NCE_CHECK(config.mini_batch_size == 0, "training: --mini-batch-size (GradCache) runs on one process; under mpirun "
-              "each process already embeds only its slice of the batch: drop it");
     data::Batch local = batch;
     local.rows = distributed::local_slice(batch.rows);
-    for (const data::Relevance& entry : train.relevance)
-        NCE_CHECK(!entry.hard_negative, "training: the data's hard negatives (negative columns) are used on one "
-                  "process only; run without mpirun, or drop the negative columns");
     Var q = embed(model, tokenizer, data::query_texts(local, train), config.max_query_length, generator);
     Var p = embed(model, tokenizer, data::passage_texts(local, train), config.max_passage_length, generator);
     double tau = number(parameters, "tau", loss);
@@ -148,12 +143,8 @@ Var pair_loss(const Var& q, const Var& p, const Var& negatives, const std::strin
 // GradCache (nn/grad_cache.h): the batch's infonce, infonce_symmetric or matryoshka, its exact gradient
 // accumulated into the parameters config.mini_batch_size rows at a time; returns the loss.
 double grad_cache_batch(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, const data::Batch& batch,
-                        const data::RetrievalDataset& train, const std::vector<std::vector<int64_t>>& hard_negatives,
-                        const RunConfig& config, const std::map<std::string, std::string>& parameters,
-                        Generator& generator) {
-    NCE_CHECK(batch_hard_negative_texts(batch, train, hard_negatives).empty(),
-              "training: --mini-batch-size (GradCache) caches queries and positives only, and the data marks hard "
-              "negatives; drop --mini-batch-size or the negative columns");
+                        const data::RetrievalDataset& train, const RunConfig& config,
+                        const std::map<std::string, std::string>& parameters, Generator& generator) {
     data::EncodedBatch queries = tokenizer.encode(data::query_texts(batch, train), config.max_query_length);
     data::EncodedBatch passages = tokenizer.encode(data::passage_texts(batch, train), config.max_passage_length);
     nn::PairBatch pairs{queries.ids, queries.mask, passages.ids, passages.mask};
@@ -170,7 +161,6 @@ Var batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, cons
     const std::string& loss = config.loss;
     if (distributed::world().size() > 1)
         return distributed_batch_loss(model, tokenizer, batch, train, config, parameters, generator);
-    NCE_CHECK(config.mini_batch_size == 0, "training: batch_loss runs without GradCache");
     auto p_of = [&] { return embed(model, tokenizer, data::passage_texts(batch, train), config.max_passage_length, generator); };
     if (loss == "listwise") {
         // Rows come in groups of K with one query: q [Q, d] from each group's first row,
@@ -258,6 +248,17 @@ TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokeniz
     strategy_for(config.loss);
     const std::map<std::string, std::string> parameters = loss_parameters(config);
     const std::vector<std::vector<int64_t>> hard_negatives = hard_negatives_by_query(train);
+    // What runs on one process only, checked once before the first step.
+    const bool marks_hard_negatives =
+        std::any_of(hard_negatives.begin(), hard_negatives.end(), [](const auto& list) { return !list.empty(); });
+    const bool several_processes = distributed::world().size() > 1;
+    NCE_CHECK(!several_processes || config.mini_batch_size == 0, "training: --mini-batch-size (GradCache) runs on one "
+              "process; under mpirun each process already embeds only its slice of the batch: drop it");
+    NCE_CHECK(!several_processes || !marks_hard_negatives, "training: the data's hard negatives (negative columns) are "
+              "used on one process only; run without mpirun, or drop the negative columns");
+    NCE_CHECK(config.mini_batch_size == 0 || !marks_hard_negatives, "training: --mini-batch-size (GradCache) caches "
+              "queries and positives only, and the data marks hard negatives; drop --mini-batch-size or the negative "
+              "columns");
     if (config.loss == "cosent") {
         // cosent ranks pairs by their scores: with one score for all it has nothing to learn.
         std::set<double> scores;
@@ -312,9 +313,9 @@ TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokeniz
             NCE_CHECK(!batches.empty(), "training: epoch {} has no usable batch", planned_epoch);
         }
         const data::Batch& batch = batches[static_cast<size_t>(position.batch_index) % batches.size()];
-        if (config.mini_batch_size > 0 && distributed::world().size() == 1)
+        if (config.mini_batch_size > 0)
             return nn::BatchLoss::gradients_ready(
-                grad_cache_batch(model, tokenizer, batch, train, hard_negatives, config, parameters, generator),
+                grad_cache_batch(model, tokenizer, batch, train, config, parameters, generator),
                 static_cast<int64_t>(batch.rows.size()));
         Var loss = batch_loss(model, tokenizer, batch, train, hard_negatives, config, parameters, generator);
         return nn::BatchLoss::with_graph(loss, static_cast<int64_t>(batch.rows.size()));
