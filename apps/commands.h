@@ -15,6 +15,8 @@ void add_stackexchange_command(CLI::App& app, int& exit_code);
 void add_code_command(CLI::App& app, int& exit_code);
 // `nce train`: the retrieval run on the user's own pairs files.
 void add_train_command(CLI::App& app, int& exit_code);
+// `nce mine`: hard negatives for a pairs file, by BM25, a model or both, with margins.
+void add_mine_command(CLI::App& app, int& exit_code);
 // `nce bench` and its two subcommands, `nce bench loss` and `nce bench step`.
 void add_bench_command(CLI::App& app, int& exit_code);
 void add_bench_loss_command(CLI::App& bench, int& exit_code);

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
     nce::apps::add_stackexchange_command(app, exit_code);
     nce::apps::add_code_command(app, exit_code);
     nce::apps::add_train_command(app, exit_code);
+    nce::apps::add_mine_command(app, exit_code);
     nce::apps::add_bench_command(app, exit_code);
     try {
         app.parse(argc, argv);  // runs the chosen subcommand

@@ -1,0 +1,59 @@
+// The two scorers `nce mine` ranks candidates with (apps/pairs/hard_negative_miner.h):
+//
+//   BM25    Okapi BM25 (eval/bm25.h) over the lexical tokens of apps/retrieval/rankings.h
+//           (whitespace words by default, as nce train's BM25 row), with nce train's k1 and b;
+//           floor 0: a candidate that shares no token with the query is not ranked.
+//   model   the cosine of a trained text_encoder's unit embeddings, exact (every candidate
+//           scored: the positive's own score is needed for the margin, so an approximate
+//           top-k would not do). The candidates are embedded once; each block of queries is
+//           one [B, D]·[D, N] product. No floor.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "apps/pairs/hard_negative_miner.h"
+#include "apps/retrieval/rankings.h"
+#include "data/tokenizer.h"
+#include "engine/tensor.h"
+#include "eval/bm25.h"
+#include "nn/model.h"
+
+namespace nce::apps::pairs {
+
+class Bm25CandidateScorer : public CandidateScorer {
+public:
+    Bm25CandidateScorer(const std::vector<std::string>& candidates, retrieval::LexicalTokens tokens,
+                        eval::Bm25Parameters parameters);
+    std::string name() const override;
+    std::vector<QueryScores> score(const std::vector<std::string>& anchors) const override;
+
+private:
+    std::vector<int64_t> token_ids(const std::string& text) const;  // tokens no candidate holds are left out
+
+    retrieval::LexicalTokens tokens_;
+    std::unordered_map<std::string, int64_t> vocabulary_;  // the candidates' tokens
+    eval::Bm25Index index_;
+};
+
+class ModelCandidateScorer : public CandidateScorer {
+public:
+    // Embeds the candidates, `batch_size` at a time, each cut at max_length tokens.
+    ModelCandidateScorer(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer,
+                         const std::vector<std::string>& candidates, int64_t max_length, int64_t batch_size);
+    std::string name() const override { return "model"; }
+    std::vector<QueryScores> score(const std::vector<std::string>& anchors) const override;
+    // The candidates longer than max_length tokens (cut before embedding).
+    int64_t truncated_candidates() const { return truncated_candidates_; }
+
+private:
+    nn::EmbeddingModel& model_;
+    const data::Tokenizer& tokenizer_;
+    int64_t max_length_;
+    int64_t batch_size_;
+    Tensor candidate_embeddings_;  // [N, D] float32, unit rows
+    int64_t truncated_candidates_ = 0;
+};
+
+}  // namespace nce::apps::pairs
