@@ -1,11 +1,15 @@
 // nce encode --model CKPT (--features X.npy | --tokens T.npy | --text FILE) [--mask M.npy] --out E.npy
-//            [--tokenizer MODEL] [--max-length N] [--batch-size N] [--dtype float32|float64]
+//            [--tokenizer MODEL] [--max-length N] [--prompt query|passage|none] [--batch-size N]
+//            [--dtype float32|float64]
 //
 // Embeds every row of the input with a checkpoint's model in eval mode (no dropout) and
 // writes the L2-normalised embeddings [B, out] to E.npy. A sig_predictor takes features
 // [B, T, in_dim] (float); a text_encoder takes token ids [B, T] (int64), or texts: --text
 // FILE holds one text per line (UTF-8), tokenized with the tokenizer.model beside the
 // checkpoint (or --tokenizer) and cut at --max-length tokens (default: the model's max_len).
+// --prompt query (or passage) writes the model's query (passage) prompt, from its nce_config,
+// before each text, as training did; its tokens count towards --max-length. Without --prompt
+// the texts are read as they are, and a model that carries prompts says so on stderr.
 // The mask [B, T] (int64 or float, 1 = token, 0 = padding) defaults to all tokens. Everything
 // is read and checked, and every batch computed, before the output is written; errors are
 // one line.
@@ -35,6 +39,7 @@ struct EncodeOptionsCli {
     std::string text_path;
     std::string tokenizer_path;  // default: tokenizer.model beside the model
     int64_t max_length = 0;      // --text: tokens per text; 0: the model's max_len
+    std::string prompt;          // --text: "query", "passage" or "none"; empty: not given (none)
     int64_t truncate_dim = 0;    // keep each embedding's first N numbers, re-normalised; 0: all
     std::string mask_path;
     std::string out_path;
@@ -95,7 +100,22 @@ std::vector<std::string> read_text_lines(const std::string& path) {
     return texts;
 }
 
-// --text: the texts as token ids and mask [B, T] with the model's tokenizer.
+// --prompt: the text to write before each line (the model's query or passage prompt), or
+// none. Without --prompt, a model that carries prompts gets one note on stderr.
+std::string prompt_of(const EncodeOptionsCli& options, const nn::ModelConfig& config) {
+    NCE_CHECK(options.prompt.empty() || options.prompt == "query" || options.prompt == "passage" ||
+                  options.prompt == "none",
+              "encode: --prompt must be query, passage or none, got '{}'", options.prompt);
+    if (options.prompt == "query") return config.query_prompt;
+    if (options.prompt == "passage") return config.passage_prompt;
+    if (options.prompt.empty() && (!config.query_prompt.empty() || !config.passage_prompt.empty()))
+        fmt::print(stderr, "encode: note: the model reads queries after \"{}\" and passages after \"{}\"; the texts "
+                   "are encoded as they are (pass --prompt query or --prompt passage to apply one, --prompt none to "
+                   "keep this)\n", config.query_prompt, config.passage_prompt);
+    return "";
+}
+
+// --text: the texts (after --prompt's prompt) as token ids and mask [B, T] with the model's tokenizer.
 data::EncodedBatch read_texts(const EncodeOptionsCli& options, const nn::ModelConfig& config) {
     NCE_CHECK(config.kind == "text_encoder", "encode: the model in '{}' is a {}, which does not read text: pass "
               "--features X.npy", options.model_path, config.kind);
@@ -112,7 +132,8 @@ data::EncodedBatch read_texts(const EncodeOptionsCli& options, const nn::ModelCo
     int64_t max_length = options.max_length == 0 ? config.max_len : options.max_length;
     NCE_CHECK(max_length >= 1 && max_length <= config.max_len, "encode: --max-length must be in 1..{} (the model's "
               "max_len), got {}", config.max_len, max_length);
-    return tokenizer.encode(read_text_lines(options.text_path), max_length);
+    return tokenizer.encode(retrieval::with_prompt(prompt_of(options, config), read_text_lines(options.text_path)),
+                            max_length);
 }
 
 // The mask from --mask, or all tokens valid. Values are 0 or 1; every row needs a token.
@@ -145,6 +166,8 @@ int run(const EncodeOptionsCli& options) {
               "FILE (text_encoder)");
     NCE_CHECK(options.text_path.empty() || options.mask_path.empty(),
               "encode: --mask goes with --tokens; with --text the tokenizer makes the mask");
+    NCE_CHECK(!options.text_path.empty() || options.prompt.empty(),
+              "encode: --prompt goes with --text (a prompt is text written before each line)");
     NCE_CHECK(!options.out_path.empty(), "encode: --out E.npy is required (where the embeddings go)");
     NCE_CHECK(options.batch_size >= 1, "encode: --batch-size must be at least 1, got {}", options.batch_size);
     Dtype dtype = parse_dtype(options.dtype);
@@ -198,6 +221,9 @@ void add_encode_command(CLI::App& app, int& exit_code) {
                         "beside --model)");
     command->add_option("--max-length", options->max_length, "With --text: tokens per text (default: the model's "
                         "max_len)");
+    command->add_option("--prompt", options->prompt, "With --text: write the model's query or passage prompt (from "
+                        "its config) before each text, as training did: query, passage or none (default: none; its "
+                        "tokens count towards --max-length)");
     command->add_option("--mask", options->mask_path, "Mask [B, T] .npy (int64 or float; 1 = token, 0 = padding); "
                         "default: every position is a token");
     command->add_option("--truncate-dim", options->truncate_dim, "Keep each embedding's first N numbers, re-normalised "

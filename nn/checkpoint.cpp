@@ -222,6 +222,8 @@ std::string config_to_json(const ModelConfig& config) {
         {"learnable_temperature", config.learnable_temperature},
         {"min_temperature", config.min_temperature},
         {"max_temperature", config.max_temperature},
+        {"query_prompt", config.query_prompt},
+        {"passage_prompt", config.passage_prompt},
     };
     return json.dump();
 }
@@ -241,7 +243,8 @@ ModelConfig config_from_json(const std::string& text, const std::string& source)
                                                       "d_model",    "nhead",           "dim_feedforward",
                                                       "num_layers", "dropout",         "activation", "norm_first",
                                                       "layer_norm_eps", "out_dim"};
-    static const std::vector<std::string> optional = {"learnable_temperature", "min_temperature", "max_temperature"};
+    static const std::vector<std::string> optional = {"learnable_temperature", "min_temperature", "max_temperature",
+                                                      "query_prompt", "passage_prompt"};
     for (const std::string& key : required)
         NCE_CHECK(json.contains(key), "{}: nce_config has no '{}' (it needs: {})", source, key,
                   fmt::join(required, ", "));
@@ -268,6 +271,15 @@ ModelConfig config_from_json(const std::string& text, const std::string& source)
         config.learnable_temperature = bool_field(json, "learnable_temperature", source);
     if (json.contains("min_temperature")) config.min_temperature = number_field(json, "min_temperature", source);
     if (json.contains("max_temperature")) config.max_temperature = number_field(json, "max_temperature", source);
+    // The prompts are optional too: a checkpoint written before them has none.
+    for (auto [key, prompt] : {std::pair<const char*, std::string*>{"query_prompt", &config.query_prompt},
+                               {"passage_prompt", &config.passage_prompt}}) {
+        if (!json.contains(key)) continue;
+        *prompt = string_field(json, key, source);
+        NCE_CHECK(prompt->size() <= ModelConfig::kMaxPromptBytes,
+                  "{}: nce_config key '{}' has {} bytes; a prompt may have at most {}", source, key, prompt->size(),
+                  ModelConfig::kMaxPromptBytes);
+    }
     return config;
 }
 

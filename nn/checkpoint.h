@@ -28,7 +28,8 @@ namespace nce::nn {
 // {"kind": ..., "in_dim": ..., ...}: every field of ModelConfig, under the same names.
 std::string config_to_json(const ModelConfig& config);
 // Reads the JSON written by config_to_json. The learnable-temperature keys are optional
-// (default: no learnable temperature); every other key is required, an unknown key is an
+// (default: no learnable temperature), and so are the prompts (default: none; at most
+// ModelConfig::kMaxPromptBytes each); every other key is required, an unknown key is an
 // error, and nesting deeper than 64 levels is refused before parsing. `source` names where
 // the text came from, for messages.
 ModelConfig config_from_json(const std::string& text, const std::string& source);

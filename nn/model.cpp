@@ -65,6 +65,11 @@ const ModelConfig& validate_config(const ModelConfig& config) {
         NCE_CHECK(range.value >= range.low && range.value <= range.high,
                   "model config: {} = {} is outside the allowed range [{}, {}]", range.field, range.value, range.low,
                   range.high);
+    for (const auto& [field, prompt] : {std::pair<const char*, const std::string&>{"query_prompt", c.query_prompt},
+                                        {"passage_prompt", c.passage_prompt}})
+        NCE_CHECK(prompt.size() <= ModelConfig::kMaxPromptBytes,
+                  "model config: {} has {} bytes; a prompt may have at most {}", field, prompt.size(),
+                  ModelConfig::kMaxPromptBytes);
     if (c.learnable_temperature)
         NCE_CHECK(c.min_temperature >= kLossTemperatureFloor && c.min_temperature <= c.max_temperature,
                   "model config: need {} <= min_temperature <= max_temperature (below {} the losses hold tau "

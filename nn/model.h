@@ -27,6 +27,12 @@ struct ModelConfig {
     bool learnable_temperature = false;
     double min_temperature = 0.01;      // CLIP clamps its scale 1/tau at 100
     double max_temperature = 1.0;
+    // Text written before each text ahead of tokenization (text_encoder, e.g. "query: "); it
+    // counts towards the maximum lengths. Empty: the text as it is. At most kMaxPromptBytes
+    // bytes each (a config read from a file cannot ask for a prompt of gigabytes).
+    std::string query_prompt;
+    std::string passage_prompt;
+    static constexpr size_t kMaxPromptBytes = 1024;
 };
 
 // An embedding model: inputs and a [B, T] mask in, L2-normalised embeddings [B, out] out.

@@ -469,6 +469,45 @@ TEST_CASE("checkpoint: the learnable temperature is saved and restored") {
     CHECK(loaded->log_tau()->value().to_vector() == model->log_tau()->value().to_vector());
 }
 
+TEST_CASE("checkpoint: the prompts are saved and restored, optional when absent, refused when too long") {
+    TemporaryDirectory folder;
+    nn::ModelConfig config = small_text_encoder();
+    config.query_prompt = "query: ";
+    config.passage_prompt = "passage: \u00e9\"quoted\"";  // any text, JSON escapes included
+    Generator generator(5);
+    std::unique_ptr<nn::EmbeddingModel> model = nn::make_model(config, generator);
+    std::string path = folder.file("prompts.safetensors");
+    nn::save_model(path, *model);
+    std::unique_ptr<nn::EmbeddingModel> loaded = nn::load_model(path);
+    CHECK(loaded->config().query_prompt == "query: ");
+    CHECK(loaded->config().passage_prompt == config.passage_prompt);
+    CHECK(nn::config_to_json(loaded->config()) == nn::config_to_json(config));
+
+    // A config written before the prompts existed loads with none.
+    nlohmann::json json = nlohmann::json::parse(nn::config_to_json(config));
+    nlohmann::json without_prompts = json;
+    without_prompts.erase("query_prompt");
+    without_prompts.erase("passage_prompt");
+    nn::ModelConfig old = nn::config_from_json(without_prompts.dump(), "old.safetensors");
+    CHECK(old.query_prompt.empty());
+    CHECK(old.passage_prompt.empty());
+
+    // A prompt of the limit's size loads; one byte more is an error naming the key.
+    nlohmann::json longest = json;
+    longest["passage_prompt"] = std::string(nn::ModelConfig::kMaxPromptBytes, 'p');
+    CHECK(nn::config_from_json(longest.dump(), "test").passage_prompt.size() == nn::ModelConfig::kMaxPromptBytes);
+    nlohmann::json too_long = json;
+    too_long["query_prompt"] = std::string(nn::ModelConfig::kMaxPromptBytes + 1, 'q');
+    CHECK_ERROR_MENTIONS(nn::config_from_json(too_long.dump(), "big.safetensors"),
+                         "big.safetensors: nce_config key 'query_prompt' has 1025 bytes; a prompt may have at most 1024");
+    nlohmann::json not_text = json;
+    not_text["passage_prompt"] = 7;
+    CHECK_ERROR_MENTIONS(nn::config_from_json(not_text.dump(), "test"), "'passage_prompt' must be a string");
+    nn::ModelConfig built = config;
+    built.passage_prompt = std::string(nn::ModelConfig::kMaxPromptBytes + 1, 'p');
+    CHECK_ERROR_MENTIONS(nn::make_model(built, generator), "passage_prompt has 1025 bytes");
+}
+
 TEST_CASE("checkpoint: a missing, extra or wrong-shaped tensor is an error naming it and both shapes") {
     TemporaryDirectory folder;
     Generator generator(5);

@@ -37,6 +37,9 @@ std::string fact(const nlohmann::json& facts, const char* key) {
     return value.is_string() ? value.get<std::string>() : value.dump();
 }
 
+// A prompt as it reads in the card: in quotes (JSON's), so its spaces show; "" for none.
+std::string quoted(const std::string& prompt) { return "`" + nlohmann::json(prompt).dump() + "`"; }
+
 std::string split_line(const nlohmann::json& facts) {
     if (!facts.contains("split")) return "";
     const nlohmann::json& split = facts.at("split");
@@ -59,6 +62,7 @@ std::string model_card_markdown(const std::string& command, const RunConfig& con
                             ? "fresh, then pretrained on the corpus imitating BM25 (pretrained.safetensors)"
                             : "fresh (random initialisation, seed " + std::to_string(config.seed) + ")";
     const nlohmann::json training = facts.value("training", nlohmann::json::object());
+    const bool prompted = !config.query_prompt.empty() || !config.passage_prompt.empty();
     std::string card;
     card += fmt::format("# {}: a text encoder trained by `{}`\n\n", config.output, command);
     card += "## What it is\n\n";
@@ -68,8 +72,12 @@ std::string model_card_markdown(const std::string& command, const RunConfig& con
                         config.d_model);
     card += fmt::format("- Tokenizer: SentencePiece {} of {} pieces, trained on the training split (tokenizer.model).\n",
                         config.tokenizer_type, fact(facts, "tokenizer_pieces"));
-    card += fmt::format("- Lengths: queries cut at {} tokens, passages at {}.\n", config.max_query_length,
-                        config.max_passage_length);
+    card += fmt::format("- Lengths: queries cut at {} tokens, passages at {}{}.\n", config.max_query_length,
+                        config.max_passage_length, prompted ? ", prompts included" : "");
+    if (prompted)
+        card += fmt::format("- Prompts: the model reads every query as {} + the query and every passage as {} + the "
+                            "passage (saved in model.safetensors' config; index and search apply them).\n",
+                            quoted(config.query_prompt), quoted(config.passage_prompt));
     card += "\n## What it learned from\n\n";
     card += fmt::format("- Data: {}\n", config.data.empty() ? "the app's generated default" : config.data);
     card += split_line(facts);
@@ -89,9 +97,18 @@ std::string model_card_markdown(const std::string& command, const RunConfig& con
     card += "\n![the metric table as bars](metrics.svg)\n\n![training loss and validation MRR@10](training_curves.svg)\n";
     card += "\n## How to use it\n\n";
     card += "```sh\n";
-    card += fmt::format("nce encode --model {0}/model.safetensors --text texts.txt --out embeddings.npy  "
-                        "# one text per line -> unit vectors\n",
-                        config.output);
+    if (prompted) {
+        card += fmt::format("nce encode --model {0}/model.safetensors --text queries.txt --prompt query --out q.npy    "
+                            "# one query per line -> unit vectors\n",
+                            config.output);
+        card += fmt::format("nce encode --model {0}/model.safetensors --text passages.txt --prompt passage --out p.npy "
+                            "# passages, after the passage prompt\n",
+                            config.output);
+    } else {
+        card += fmt::format("nce encode --model {0}/model.safetensors --text texts.txt --out embeddings.npy  "
+                            "# one text per line -> unit vectors\n",
+                            config.output);
+    }
     if (command != "nce train") {
         card += fmt::format("{0} eval --output {1}                              # the table again\n", command,
                             config.output);
@@ -103,6 +120,9 @@ std::string model_card_markdown(const std::string& command, const RunConfig& con
     card += "```\n\n";
     card += "From C++: `nn::load_model(\"model.safetensors\")` gives the model, `data::Tokenizer::load(\"tokenizer.model\")` "
             "its tokenizer; `model->encode(ids, mask)` returns one unit vector per text (see nn/model.h).\n";
+    if (prompted)
+        card += "Write `model->config().query_prompt` before a query and `passage_prompt` before a passage before "
+                "tokenizing (`retrieval::with_prompt`); without them the model reads texts unlike those it learned from.\n";
     return card;
 }
 

@@ -75,16 +75,28 @@ std::vector<PassageChunk> chunk_passages(const std::vector<data::Passage>& passa
     return chunks;
 }
 
+int64_t passage_window(const data::Tokenizer& tokenizer, const std::string& passage_prompt, int64_t max_passage_length,
+                       int64_t overlap) {
+    int64_t window = max_passage_length - prompt_tokens(tokenizer, passage_prompt);
+    NCE_CHECK(window > overlap, "the passage prompt \"{}\" takes {} of the {} passage tokens, leaving {} for the text, "
+              "not more than the {} tokens of chunk overlap; use a shorter --passage-prompt or a larger "
+              "--max-passage-length", passage_prompt, max_passage_length - window, max_passage_length, window, overlap);
+    return window;
+}
+
 IndexSummary build_passage_index(const std::string& index_dir, nn::EmbeddingModel& model,
                                  const data::Tokenizer& tokenizer, const std::vector<data::Passage>& passages,
                                  const RunConfig& config, int64_t overlap, const std::string& model_path,
                                  const std::string& tokenizer_path) {
     auto start = std::chrono::steady_clock::now();
     NCE_CHECK(!passages.empty(), "index: the corpus is empty (no passages in the data); check --data");
-    std::vector<PassageChunk> chunks = chunk_passages(passages, tokenizer, config.max_passage_length, overlap);
+    const std::string& passage_prompt = model.config().passage_prompt;
+    std::vector<PassageChunk> chunks = chunk_passages(
+        passages, tokenizer, passage_window(tokenizer, passage_prompt, config.max_passage_length, overlap), overlap);
     NCE_CHECK(!chunks.empty(), "index: no passage gives a token; check --data");
-    std::vector<std::string> texts;
+    std::vector<std::string> texts;  // chunks.jsonl keeps the chunks' own text; the model reads the prompt too
     for (const PassageChunk& chunk : chunks) texts.push_back(chunk.text);
+    texts = with_prompt(passage_prompt, std::move(texts));
     Tensor embeddings = truncate_embeddings(
         encode_texts(model, tokenizer, texts, config.max_passage_length, config.encode_batch_size), config.truncate_dim);
     eval::FaissIndex index = eval::FaissIndex::build(embeddings);
@@ -109,6 +121,8 @@ IndexSummary build_passage_index(const std::string& index_dir, nn::EmbeddingMode
             ++summary.passages_split;
     nlohmann::json facts = {{"max_query_length", config.max_query_length},
                             {"max_passage_length", config.max_passage_length},
+                            {"query_prompt", model.config().query_prompt},
+                            {"passage_prompt", passage_prompt},
                             {"overlap", overlap},
                             {"truncate_dim", config.truncate_dim},
                             {"chunks", summary.chunks},
@@ -161,7 +175,10 @@ SearchResult search_passage_index(const std::string& index_dir, const std::strin
     TruncationCount count;
     // An index built with --truncate-dim holds the embeddings' first numbers; the query matches.
     int64_t truncate_dim = facts.value("truncate_dim", int64_t{0});
-    Tensor embedding = truncate_embeddings(encode_texts(*model, tokenizer, {query}, max_query_length, 1, &count), truncate_dim);
+    // The query as the indexed model reads queries: its own query prompt in front.
+    Tensor embedding = truncate_embeddings(
+        encode_texts(*model, tokenizer, with_prompt(model->config().query_prompt, {query}), max_query_length, 1, &count),
+        truncate_dim);
     eval::TopK top = index.search(embedding, std::min<int64_t>(k, index.size()));
     SearchResult result;
     result.query_truncated = count.truncated > 0;

@@ -13,7 +13,9 @@
 //   chunks.jsonl       one line per chunk, in index order: {"passage_id", "group", "text"}
 //   model.safetensors  the model that encoded them (a copy)
 //   tokenizer.model    its tokenizer (a copy)
-//   index.json         {"max_query_length", "max_passage_length", "overlap", "chunks", "passages"}
+//   index.json         {"max_query_length", "max_passage_length", "query_prompt", "passage_prompt",
+//                       "overlap", "chunks", "passages"} (the prompts are the model's, for reading;
+//                       search takes them from model.safetensors)
 // Each file is written to a temporary name and renamed; the folder is complete only when
 // index.json (written last) is there.
 #pragma once
@@ -41,6 +43,13 @@ struct PassageChunk {
 std::vector<PassageChunk> chunk_passages(const std::vector<data::Passage>& passages, const data::Tokenizer& tokenizer,
                                          int64_t max_tokens, int64_t overlap);
 
+// The window chunk_passages should cut for a model whose passage prompt takes part of its
+// max_passage_length tokens: max_passage_length - prompt_tokens(passage_prompt), so that
+// prompt + chunk fits and no chunk loses its end. Throws naming --passage-prompt when that
+// leaves no more than `overlap` tokens.
+int64_t passage_window(const data::Tokenizer& tokenizer, const std::string& passage_prompt, int64_t max_passage_length,
+                       int64_t overlap);
+
 struct IndexSummary {
     int64_t passages = 0;
     int64_t chunks = 0;
@@ -48,8 +57,8 @@ struct IndexSummary {
     double seconds = 0;
 };
 
-// Chunks `passages` (window config.max_passage_length, `overlap` tokens), encodes the chunks
-// with `model`, and writes the index folder `index_dir` as above, copying `model_path` and
+// Chunks `passages` (window: passage_window of the model's passage prompt, `overlap` tokens),
+// encodes passage prompt + chunk with `model`, and writes the index folder `index_dir` as above, copying `model_path` and
 // `tokenizer_path` into it. An empty passage list is an error naming the data.
 IndexSummary build_passage_index(const std::string& index_dir, nn::EmbeddingModel& model,
                                  const data::Tokenizer& tokenizer, const std::vector<data::Passage>& passages,
@@ -69,7 +78,8 @@ struct SearchResult {
 };
 
 // Loads the index folder (an incomplete or missing folder is one error line naming it and
-// the command that builds it), encodes `query` and returns its top k chunks.
+// the command that builds it), encodes the index model's query prompt + `query` and returns
+// its top k chunks.
 SearchResult search_passage_index(const std::string& index_dir, const std::string& query, int64_t k);
 
 // Prints the hits: rank, score, passage id, and the text cut to `max_characters` code points.

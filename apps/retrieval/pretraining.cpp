@@ -105,8 +105,13 @@ PretrainingReport pretrain_text_encoder(nn::EmbeddingModel& model, const data::T
     auto start_time = std::chrono::steady_clock::now();
     PretrainingReport report;
     report.passages = static_cast<int64_t>(passages.size());
+    // Pseudo-queries are queries and the windows passages: the model reads them with its
+    // prompts (BM25, the teacher, reads them without). A window leaves room for the prompt.
+    const std::string& query_prompt = model.config().query_prompt;
+    const std::string& passage_prompt = model.config().passage_prompt;
     std::vector<std::string> windows;
-    for (PassageChunk& chunk : chunk_passages(passages, tokenizer, config.max_passage_length, overlap))
+    for (PassageChunk& chunk : chunk_passages(
+             passages, tokenizer, passage_window(tokenizer, passage_prompt, config.max_passage_length, overlap), overlap))
         windows.push_back(std::move(chunk.text));
     report.windows = static_cast<int64_t>(windows.size());
     const int64_t candidates = config.pretrain_candidates, rows = config.pretrain_batch_size;
@@ -173,8 +178,10 @@ PretrainingReport pretrain_text_encoder(nn::EmbeddingModel& model, const data::T
                 scores.push_back(top_scores[static_cast<size_t>(k)] / best);
             }
         }
-        data::EncodedBatch encoded_queries = tokenizer.encode(batch_queries, config.max_query_length);
-        data::EncodedBatch encoded_candidates = tokenizer.encode(batch_candidates, config.max_passage_length);
+        data::EncodedBatch encoded_queries =
+            tokenizer.encode(with_prompt(query_prompt, std::move(batch_queries)), config.max_query_length);
+        data::EncodedBatch encoded_candidates =
+            tokenizer.encode(with_prompt(passage_prompt, std::move(batch_candidates)), config.max_passage_length);
         Var q = model.encode(encoded_queries.ids, encoded_queries.mask, &generator);                // [N, d]
         Var c = model.encode(encoded_candidates.ids, encoded_candidates.mask, &generator);          // [N*K, d]
         int64_t d = q.value().size(1);
@@ -206,8 +213,10 @@ PretrainingReport pretrain_text_encoder(nn::EmbeddingModel& model, const data::T
     }
     if (!sample_queries.empty()) {
         RankedLists lexical = bm25_rankings(sample_queries, sample_texts, teacher_tokens, bm25, 1);
-        Tensor q = encode_texts(model, tokenizer, sample_queries, config.max_query_length, config.encode_batch_size);
-        Tensor p = encode_texts(model, tokenizer, sample_texts, config.max_passage_length, config.encode_batch_size);
+        Tensor q = encode_texts(model, tokenizer, with_prompt(query_prompt, sample_queries), config.max_query_length,
+                                config.encode_batch_size);
+        Tensor p = encode_texts(model, tokenizer, with_prompt(passage_prompt, sample_texts), config.max_passage_length,
+                                config.encode_batch_size);
         RankedLists dense = dense_rankings(q, p, 1);
         int64_t teacher_hits = 0, model_hits = 0;
         for (size_t i = 0; i < sample_queries.size(); ++i) {

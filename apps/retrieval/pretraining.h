@@ -22,6 +22,9 @@
 //              the first matches the model's softmax over the K candidates to the teacher's
 //              (how BM25 orders its own top); the second contrasts the top window with the
 //              other rows' top windows (that the top beats unrelated windows at all)
+//   prompts    the model reads each pseudo-query after its query prompt and each window
+//              after its passage prompt (text_model.h), as it will read queries and
+//              passages later; BM25 reads them bare, and a window leaves room for the prompt
 //
 // Steps: config.pretrain_steps, or when it is -1, sized to the corpus: one pass over its
 // windows (windows / pretrain_batch_size steps), at least 50 and at most 200 steps: a

@@ -15,6 +15,7 @@
 #include "engine/error.h"
 #include "engine/json_nesting.h"
 #include "losses/loss.h"
+#include "nn/model.h"
 #include "nn/schedule.h"
 
 namespace nce::apps::retrieval {
@@ -40,6 +41,10 @@ const std::vector<std::pair<std::string, std::string>>& field_help() {
         {"dropout", "dropout probability while training"},
         {"max_query_length", "query tokens kept (longer queries are truncated and counted)"},
         {"max_passage_length", "passage tokens kept (longer passages are truncated and counted)"},
+        {"query_prompt", "text written before every query the model reads, e.g. \"query: \" (its tokens count "
+                         "towards --max-query-length); saved in the model, applied by index and search"},
+        {"passage_prompt", "text written before every passage the model reads, e.g. \"passage: \" (its tokens count "
+                           "towards --max-passage-length); saved in the model, applied by index"},
         {"loss", "training loss: infonce, infonce_symmetric, multi_positive, rank_infonce, hard_negative_infonce, "
                  "triplet, listwise, cosent, contrastive, matryoshka"},
         {"triplet_negatives", "triplet's negatives: hard_negative, in_batch, mixed"},
@@ -136,6 +141,8 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
     c.dropout = json.at("dropout").get<double>();
     c.max_query_length = json.at("max_query_length").get<int64_t>();
     c.max_passage_length = json.at("max_passage_length").get<int64_t>();
+    c.query_prompt = json.at("query_prompt").get<std::string>();
+    c.passage_prompt = json.at("passage_prompt").get<std::string>();
     c.loss = json.at("loss").get<std::string>();
     c.loss_parameters = json.at("loss_parameters").get<std::map<std::string, std::string>>();
     c.triplet_negatives = json.at("triplet_negatives").get<std::string>();
@@ -183,6 +190,8 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
         {"dropout", c.dropout},
         {"max_query_length", c.max_query_length},
         {"max_passage_length", c.max_passage_length},
+        {"query_prompt", c.query_prompt},
+        {"passage_prompt", c.passage_prompt},
         {"loss", c.loss},
         {"loss_parameters", c.loss_parameters},
         {"triplet_negatives", c.triplet_negatives},
@@ -260,6 +269,10 @@ void validate_run_config(const RunConfig& c) {
     NCE_CHECK(c.dropout >= 0 && c.dropout < 1, "config: dropout must be in [0, 1), got {} (flag --dropout)", c.dropout);
     positive(c.max_query_length, "max_query_length");
     positive(c.max_passage_length, "max_passage_length");
+    for (const auto& [field, prompt] : {std::pair<const char*, const std::string&>{"query_prompt", c.query_prompt},
+                                        {"passage_prompt", c.passage_prompt}})
+        NCE_CHECK(prompt.size() <= nn::ModelConfig::kMaxPromptBytes, "config: {} has {} bytes; a prompt may have at "
+                  "most {} (flag {})", field, prompt.size(), nn::ModelConfig::kMaxPromptBytes, flag_name(field));
     const losses::LossDefinition& loss = losses::find_loss(c.loss);  // throws naming the known ones
     for (const auto& [name, value] : c.loss_parameters) {
         bool known = false;

@@ -46,6 +46,11 @@ struct RunConfig {
     double dropout = 0.1;
     int64_t max_query_length = 32;     // tokens; longer queries are truncated (and counted)
     int64_t max_passage_length = 128;  // tokens; the model's max_len is the larger of the two
+    // Text written before every query / passage the model reads (e.g. "query: "), before
+    // tokenization; the lengths above count its tokens. Stored in the model's config, so
+    // index, search and encode apply the checkpoint's own. BM25 reads the texts without them.
+    std::string query_prompt;
+    std::string passage_prompt;
 
     // ---- training (nn::Trainer) ----
     std::string loss = "infonce";      // one of training_loss_names() (apps/retrieval/training.h)

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 
 #include "engine/error.h"
 #include "nn/checkpoint.h"
@@ -38,7 +39,36 @@ nn::ModelConfig text_encoder_config(const RunConfig& config, int64_t vocab_size)
     model.activation = "gelu";
     model.norm_first = true;  // pre-norm trains steadily from scratch with a short warmup
     model.out_dim = 0;
+    model.query_prompt = config.query_prompt;
+    model.passage_prompt = config.passage_prompt;
     return nn::validate_config(model);
+}
+
+std::vector<std::string> with_prompt(const std::string& prompt, std::vector<std::string> texts) {
+    if (!prompt.empty())
+        for (std::string& text : texts) text.insert(0, prompt);
+    return texts;
+}
+
+int64_t prompt_tokens(const data::Tokenizer& tokenizer, const std::string& prompt) {
+    return prompt.empty() ? 0 : static_cast<int64_t>(tokenizer.encode_ids(prompt).size());
+}
+
+std::unique_ptr<nn::EmbeddingModel> with_model_prompts(std::unique_ptr<nn::EmbeddingModel> model,
+                                                       const std::string& query_prompt,
+                                                       const std::string& passage_prompt) {
+    if (model->config().query_prompt == query_prompt && model->config().passage_prompt == passage_prompt) return model;
+    nn::ModelConfig config = model->config();
+    config.query_prompt = query_prompt;
+    config.passage_prompt = passage_prompt;
+    Generator unused_initialisation(0);  // every parameter is copied over below
+    std::unique_ptr<nn::EmbeddingModel> prompted =
+        nn::make_model(config, unused_initialisation, model->parameters().front()->dtype());
+    std::map<std::string, Tensor> parameters;
+    for (auto& [name, parameter] : model->named_parameters()) parameters[name] = parameter->value();
+    nn::load_parameters(*prompted, parameters, "the model given new prompts");
+    prompted->train(model->training());
+    return prompted;
 }
 
 std::unique_ptr<nn::EmbeddingModel> make_text_encoder(const RunConfig& config, int64_t vocab_size) {

@@ -1,6 +1,7 @@
 // The tokenizer and the text_encoder of a run, and encoding texts with them.
 //
-//   texts --Tokenizer::encode (truncated at max_length, counted)--> ids, mask [B, T]
+//   texts --with_prompt (the model's query or passage prompt in front)
+//         --Tokenizer::encode (truncated at max_length, counted)--> ids, mask [B, T]
 //         --text_encoder.encode (eval mode, no graph)--> unit rows [B, D]
 //
 // The tokenizer is trained on the training split's texts (queries and passages), so nothing
@@ -26,8 +27,26 @@ data::Tokenizer train_run_tokenizer(const std::vector<std::string>& texts, const
                                     const std::string& directory);
 
 // The text_encoder configuration of a run: config's sizes, max_len = the larger of the two
-// maximum lengths, no output projection, fixed temperature (the loss holds tau).
+// maximum lengths, no output projection, fixed temperature (the loss holds tau), and the
+// run's query and passage prompts.
 nn::ModelConfig text_encoder_config(const RunConfig& config, int64_t vocab_size);
+
+// Prompts. A model reads every query as model.config().query_prompt + query and every
+// passage as passage_prompt + passage, in training, evaluation, index and search alike; the
+// prompt goes in before tokenization, so its tokens count towards the maximum lengths.
+//   with_prompt("query: ", {"who", "why"}) -> {"query: who", "query: why"}
+// An empty prompt gives the texts as they are.
+std::vector<std::string> with_prompt(const std::string& prompt, std::vector<std::string> texts);
+
+// The tokens `prompt` takes before a text (0 for none): a passage window of W tokens leaves
+// W minus this for the passage's own text.
+int64_t prompt_tokens(const data::Tokenizer& tokenizer, const std::string& prompt);
+
+// The same model (its parameters copied) with other prompts in its config; `model` itself
+// when they are already its own.
+std::unique_ptr<nn::EmbeddingModel> with_model_prompts(std::unique_ptr<nn::EmbeddingModel> model,
+                                                       const std::string& query_prompt,
+                                                       const std::string& passage_prompt);
 
 // A freshly initialised text_encoder; the same config and seed give the same weights.
 std::unique_ptr<nn::EmbeddingModel> make_text_encoder(const RunConfig& config, int64_t vocab_size);

@@ -108,6 +108,14 @@ Var embed(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, const std
     return model.encode(encoded.ids, encoded.mask, &generator);
 }
 
+// The texts as the model reads them: its query prompt, or its passage prompt, in front.
+std::vector<std::string> as_queries(const nn::EmbeddingModel& model, std::vector<std::string> texts) {
+    return with_prompt(model.config().query_prompt, std::move(texts));
+}
+std::vector<std::string> as_passages(const nn::EmbeddingModel& model, std::vector<std::string> texts) {
+    return with_prompt(model.config().passage_prompt, std::move(texts));
+}
+
 // Under `mpirun -np K` (distributed/): this process embeds its slice of the batch's rows and
 // the distributed loss gathers the other processes' embeddings, so every row of the batch
 // is a negative for every other, as on one process; the value is this process's share.
@@ -121,8 +129,10 @@ Var distributed_batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tok
               "process", loss);
     data::Batch local = batch;
     local.rows = distributed::local_slice(batch.rows);
-    Var q = embed(model, tokenizer, data::query_texts(local, train), config.max_query_length, generator);
-    Var p = embed(model, tokenizer, data::passage_texts(local, train), config.max_passage_length, generator);
+    Var q = embed(model, tokenizer, as_queries(model, data::query_texts(local, train)), config.max_query_length,
+                  generator);
+    Var p = embed(model, tokenizer, as_passages(model, data::passage_texts(local, train)), config.max_passage_length,
+                  generator);
     double tau = number(parameters, "tau", loss);
     return loss == "infonce" ? distributed::infonce(q, p, Var(), Var(), tau)
                              : distributed::infonce_symmetric(q, p, Var(), Var(), tau);
@@ -145,8 +155,10 @@ Var pair_loss(const Var& q, const Var& p, const Var& negatives, const std::strin
 double grad_cache_batch(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, const data::Batch& batch,
                         const data::RetrievalDataset& train, const RunConfig& config,
                         const std::map<std::string, std::string>& parameters, Generator& generator) {
-    data::EncodedBatch queries = tokenizer.encode(data::query_texts(batch, train), config.max_query_length);
-    data::EncodedBatch passages = tokenizer.encode(data::passage_texts(batch, train), config.max_passage_length);
+    data::EncodedBatch queries =
+        tokenizer.encode(as_queries(model, data::query_texts(batch, train)), config.max_query_length);
+    data::EncodedBatch passages =
+        tokenizer.encode(as_passages(model, data::passage_texts(batch, train)), config.max_passage_length);
     nn::PairBatch pairs{queries.ids, queries.mask, passages.ids, passages.mask};
     nn::EmbeddingLoss loss = [&](const Var& q, const Var& p, const Var&) {
         return pair_loss(q, p, Var(), config.loss, parameters);
@@ -161,7 +173,10 @@ Var batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, cons
     const std::string& loss = config.loss;
     if (distributed::world().size() > 1)
         return distributed_batch_loss(model, tokenizer, batch, train, config, parameters, generator);
-    auto p_of = [&] { return embed(model, tokenizer, data::passage_texts(batch, train), config.max_passage_length, generator); };
+    auto p_of = [&] {
+        return embed(model, tokenizer, as_passages(model, data::passage_texts(batch, train)), config.max_passage_length,
+                     generator);
+    };
     if (loss == "listwise") {
         // Rows come in groups of K with one query: q [Q, d] from each group's first row,
         // a [Q, K, d], score [Q, K].
@@ -169,20 +184,21 @@ Var batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, cons
         int64_t queries = static_cast<int64_t>(batch.rows.size()) / answers;
         std::vector<std::string> all_queries = data::query_texts(batch, train), group_queries;
         for (int64_t g = 0; g < queries; ++g) group_queries.push_back(all_queries[static_cast<size_t>(g * answers)]);
-        Var q = embed(model, tokenizer, group_queries, config.max_query_length, generator);
+        Var q = embed(model, tokenizer, as_queries(model, group_queries), config.max_query_length, generator);
         Var p = p_of();
         Var a = reshape(p, {queries, answers, p.value().size(1)});
         Tensor score = data::score_tensor(batch, Dtype::Float32).reshape({queries, answers});
         return losses::listwise(q, a, score, number(parameters, "tau", loss));
     }
-    Var q = embed(model, tokenizer, data::query_texts(batch, train), config.max_query_length, generator);
+    Var q = embed(model, tokenizer, as_queries(model, data::query_texts(batch, train)), config.max_query_length, generator);
     Var p = p_of();
     if (loss == "infonce" || loss == "infonce_symmetric" || loss == "matryoshka") {
         // The data's hard negatives join the candidates of the query -> passage direction.
         std::vector<std::string> negative_texts =
             loss == "matryoshka" ? std::vector<std::string>{} : batch_hard_negative_texts(batch, train, hard_negatives);
         Var negatives = negative_texts.empty() ? Var()
-                                               : embed(model, tokenizer, negative_texts, config.max_passage_length, generator);
+                                               : embed(model, tokenizer, as_passages(model, std::move(negative_texts)),
+                                                       config.max_passage_length, generator);
         return pair_loss(q, p, negatives, loss, parameters);
     }
     Tensor qid = data::qid_tensor(batch);
@@ -213,7 +229,8 @@ Var batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, cons
                                    losses::parse_contrastive_metric(parameters.at("metric")));
     }
     if (loss == "triplet") {
-        Var n = embed(model, tokenizer, data::negative_texts(batch, train), config.max_passage_length, generator);
+        Var n = embed(model, tokenizer, as_passages(model, data::negative_texts(batch, train)), config.max_passage_length,
+                      generator);
         return losses::triplet(q, p, n, number(parameters, "margin", loss),
                                losses::parse_triplet_metric(parameters.at("metric")));
     }
@@ -267,7 +284,9 @@ TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokeniz
                   "pair of {} has the same score; give a score column or negative columns, or use infonce", train.name);
     }
     TrainingReport report;
-    std::vector<std::string> train_queries = texts_of_queries(train), train_passages = texts_of_passages(train);
+    // Counted as the model reads them, prompts included.
+    std::vector<std::string> train_queries = as_queries(model, texts_of_queries(train)),
+                             train_passages = as_passages(model, texts_of_passages(train));
     report.queries = {static_cast<int64_t>(train_queries.size()),
                       count_truncated(tokenizer, train_queries, config.max_query_length)};
     report.passages = {static_cast<int64_t>(train_passages.size()),
@@ -324,8 +343,8 @@ TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokeniz
     std::vector<std::string> validation_queries, validation_passages;
     if (options.evaluate_every > 0) {
         validation_relevant = relevant_sets(validation);
-        validation_queries = texts_of_queries(validation);
-        validation_passages = texts_of_passages(validation);
+        validation_queries = as_queries(model, texts_of_queries(validation));
+        validation_passages = as_passages(model, texts_of_passages(validation));
     }
     auto evaluate = [&](nn::EmbeddingModel& evaluated) {
         Tensor q = encode_texts(evaluated, tokenizer, validation_queries, config.max_query_length, config.encode_batch_size);

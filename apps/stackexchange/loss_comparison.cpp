@@ -38,7 +38,8 @@ std::vector<std::string> passage_texts(const data::RetrievalDataset& split) {
     return texts;
 }
 
-// A split's texts embedded by one model, counting the texts cut at the maximum lengths.
+// A split's texts embedded by one model (each after the model's own query or passage
+// prompt), counting the texts cut at the maximum lengths.
 struct SplitEmbeddings {
     Tensor queries;   // [Q, D]
     Tensor passages;  // [N, D]
@@ -48,10 +49,12 @@ SplitEmbeddings embed_split(nn::EmbeddingModel& model, const data::Tokenizer& to
                             const data::RetrievalDataset& split, const retrieval::RunConfig& config,
                             retrieval::TruncationCount* query_count = nullptr,
                             retrieval::TruncationCount* passage_count = nullptr) {
-    return {retrieval::encode_texts(model, tokenizer, query_texts(split), config.max_query_length,
-                                    config.encode_batch_size, query_count),
-            retrieval::encode_texts(model, tokenizer, passage_texts(split), config.max_passage_length,
-                                    config.encode_batch_size, passage_count)};
+    const nn::ModelConfig& prompts = model.config();
+    return {retrieval::encode_texts(model, tokenizer, retrieval::with_prompt(prompts.query_prompt, query_texts(split)),
+                                    config.max_query_length, config.encode_batch_size, query_count),
+            retrieval::encode_texts(model, tokenizer,
+                                    retrieval::with_prompt(prompts.passage_prompt, passage_texts(split)),
+                                    config.max_passage_length, config.encode_batch_size, passage_count)};
 }
 
 // Appends one ranker's row to the table of every view.
