@@ -1,4 +1,6 @@
 // nce train --train FILE [--validation FILE] [--corpus FILE] [--format F] [--output DIR] [flags]
+// nce train pretrain|eval|index|search ...   as every retrieval app's (apps/retrieval/retrieval_app.h);
+//                                            eval and index read the files the run was trained with
 //
 // A text encoder trained on the user's own pairs (apps/pairs/pairs_app.h), with everything
 // the apps' runs have: the SentencePiece tokenizer trained on the file, corpus pretraining,
@@ -51,45 +53,48 @@ int64_t suggested_vocab_size(const data::PairsFile& file) {
     return std::clamp<int64_t>(wanted, 128, 8000);
 }
 
-}  // namespace
-
-void add_train_command(CLI::App& app, int& exit_code) {
-    static const retrieval::RetrievalApp pairs = pairs::pairs_app();
-    CLI::App* command = app.add_subcommand("train", pairs.description);
-    auto options = std::make_shared<retrieval::RunConfigOptions>();
-    options->add_to(*command, pairs.defaults);
-    command->get_option("--data")->group("");  // --train names the data here
-    command->get_option("--vocab-size")->default_str("sized to --train");
+// --train, --validation, --corpus and --format on `command`, moved into config.data and
+// config.app when given; a run that trains sizes its vocabulary to --train unless chosen.
+retrieval::RetrievalApp::OwnOptions add_pairs_options(CLI::App& command) {
+    command.get_option("--data")->group("");  // --train names the data here
+    command.get_option("--vocab-size")->default_str("sized to --train");
     struct Files {
         std::string train, validation, corpus, format;
     };
     auto files = std::make_shared<Files>();
-    command->add_option("--train", files->train, "pairs to train on: JSON lines, CSV or TSV with columns anchor, "
-                                                 "positive [, negative | negative_1..K] [, score] [, query_id]");
-    command->add_option("--validation", files->validation, "pairs to measure on, in the same form (default: a part "
-                                                           "of --train)");
-    command->add_option("--corpus", files->corpus, "more passages to search when measuring: one text per line, or "
-                                                   "a text column");
-    command->add_option("--format", files->format, "jsonl, csv or tsv, when a file's extension does not say")
+    command.add_option("--train", files->train, "pairs to train on: JSON lines, CSV or TSV with columns anchor, "
+                                                "positive [, negative | negative_1..K] [, score] [, query_id]");
+    command.add_option("--validation", files->validation, "pairs to measure on, in the same form (default: a part "
+                                                          "of --train)");
+    command.add_option("--corpus", files->corpus, "more passages to search when measuring: one text per line, or "
+                                                  "a text column");
+    command.add_option("--format", files->format, "jsonl, csv or tsv, when a file's extension does not say")
         ->check(CLI::IsMember({"jsonl", "csv", "tsv"}));
-    command->callback([options, files, &exit_code] {
-        retrieval::RunConfig config = options->resolve();
+    return [files](retrieval::RunConfig& config, const retrieval::RunConfigOptions& options, bool trains) {
         if (!files->train.empty()) config.data = files->train;
         if (!files->validation.empty()) config.app["validation"] = files->validation;
         if (!files->corpus.empty()) config.app["corpus"] = files->corpus;
         if (!files->format.empty()) config.app["format"] = files->format;
         NCE_CHECK(!config.data.empty(), "nce train: give the training pairs with --train FILE (JSON lines, CSV or TSV "
                   "with columns anchor, positive, ...)");
-        if (!options->chosen("vocab_size")) {
+        if (trains && !options.chosen("vocab_size")) {
             std::string format = config.app.value("format", "");
             data::PairsFile file = data::read_pairs_file(config.data, data::pairs_format(config.data, format),
                                                          data::Leniency::Lenient);
             config.vocab_size = suggested_vocab_size(file);
         }
-        retrieval::validate_run_config(config);
-        retrieval::run_train(pairs, config);
-        exit_code = 0;
-    });
+    };
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app, int& exit_code) {
+    static const retrieval::RetrievalApp pairs = [] {
+        retrieval::RetrievalApp app = pairs::pairs_app();
+        app.add_own_options = add_pairs_options;
+        return app;
+    }();
+    retrieval::add_retrieval_subcommands(app, pairs, exit_code);
 }
 
 }  // namespace nce::apps

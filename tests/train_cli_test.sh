@@ -129,6 +129,28 @@ else
     fail "same seed gave another table"
 fi
 
+# ---- eval, index and search on the finished run read the files it was trained with ----
+trained_row() {  # the "trained model" row of a results.json, as one line of JSON
+    /usr/bin/python3 -c 'import json, sys; print([r for r in json.load(open(sys.argv[1]))["rows"] if r["name"] == "trained model"])' "$1"
+}
+trained_row="$(trained_row "$scratch/run/results.json")"
+run train eval --output "$scratch/run"
+expect_exit_zero "train eval --output (the run's own files)"
+expect_in "$stdout" "test split, 20 queries" "eval measures on the run's validation file"
+if [[ -n "$trained_row" && "$trained_row" == "$(trained_row "$scratch/run/results.json")" ]]; then
+    pass "eval repeats the trained model's row of the run"
+else
+    fail "eval gave another trained-model row than the run"
+fi
+run train index --output "$scratch/run"
+expect_exit_zero "train index"
+expect_in "$stdout" "^indexed [0-9]+ passages as [0-9]+ chunks" "index says what it indexed"
+run train search --output "$scratch/run" --top-k 3 "where does the kalomi live"
+expect_exit_zero "train search"
+expect_in "$stdout" "^ 3\. " "search prints the top 3"
+run train eval --output "$scratch/nothing_here"
+expect_one_line_error "give the training pairs with --train" "$scratch/nothing_here" "train eval without a run or --train"
+
 # ---- CSV with two negative columns, triplet; TSV with scores, cosent ----
 run train --config "$scratch/tiny.json" --train "$scratch/train.csv" --loss triplet --triplet-negatives hard_negative \
     --no-pretrain --output "$scratch/csv"

@@ -519,46 +519,62 @@ RunOutcome run_eval(const RetrievalApp& app, const RunConfig& config, const std:
 CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, int& exit_code) {
     CLI::App* command = parent.add_subcommand(app.name, app.description);
     command->require_subcommand(0, 1);
-    auto make_options = [&app](CLI::App& where) {
+    // RunConfig's flags and the app's own on `where`; the function returned resolves them:
+    // `over_run` takes the run's config.json under the flags (eval, index), `trains` as in
+    // RetrievalApp::add_own_options.
+    using Resolver = std::function<RunConfig(bool over_run, bool trains)>;
+    auto add_options = [&app](CLI::App& where) -> Resolver {
         auto options = std::make_shared<RunConfigOptions>();
         options->add_to(where, app.defaults);
-        return options;
+        RetrievalApp::OwnOptions own = app.add_own_options ? app.add_own_options(where) : nullptr;
+        return [options, own](bool over_run, bool trains) {
+            RunConfig config = over_run ? options->resolve_over_run() : options->resolve();
+            if (own) {
+                own(config, *options, trains);
+                validate_run_config(config);
+            }
+            return config;
+        };
     };
 
     // `nce <app>` alone, or `nce <app> train`: the whole run.
-    auto direct = make_options(*command);
-    CLI::App* train = command->add_subcommand("train", "train on the data, evaluate against BM25, write the run's files");
-    auto train_options = make_options(*train);
-    train->callback([app, train_options, &exit_code] {
-        run_train(app, train_options->resolve());
-        exit_code = 0;
-    });
+    Resolver direct = add_options(*command);
+    if (app.name != "train") {
+        CLI::App* train = command->add_subcommand("train", "train on the data, evaluate against BM25, write the run's files");
+        Resolver train_options = add_options(*train);
+        train->callback([app, train_options, &exit_code] {
+            run_train(app, train_options(false, true));
+            exit_code = 0;
+        });
+    }
 
     CLI::App* pretrain = command->add_subcommand(
         "pretrain", "pretrain on the corpus alone (imitating BM25), evaluate, write pretrained.safetensors for --init");
-    auto pretrain_options = make_options(*pretrain);
+    Resolver pretrain_options = add_options(*pretrain);
     pretrain->callback([app, pretrain_options, &exit_code] {
-        run_pretrain(app, pretrain_options->resolve());
+        run_pretrain(app, pretrain_options(false, true));
         exit_code = 0;
     });
 
     CLI::App* evaluate = command->add_subcommand("eval", "evaluate a trained model on the test split beside BM25 and the hybrid");
-    auto eval_options = make_options(*evaluate);
+    Resolver eval_options = add_options(*evaluate);
     auto eval_checkpoint = std::make_shared<std::string>();
     evaluate->add_option("--checkpoint", *eval_checkpoint, "model checkpoint (default: <output>/model.safetensors)");
-    evaluate->callback([app, eval_options, eval_checkpoint, &exit_code] {
-        run_eval(app, eval_options->resolve_over_run(), *eval_checkpoint);
+    evaluate->callback([app, evaluate, eval_options, eval_checkpoint, &exit_code] {
+        RunConfig config = eval_options(true, false);
+        run_eval(app, config, *eval_checkpoint, prompts_given(*evaluate, config));
         exit_code = 0;
     });
 
     CLI::App* index = command->add_subcommand("index", "encode every passage (chunked with overlap) into a FAISS index folder");
-    auto index_options = make_options(*index);
+    Resolver index_options = add_options(*index);
     auto index_checkpoint = std::make_shared<std::string>();
     auto index_folder = std::make_shared<std::string>();
     index->add_option("--checkpoint", *index_checkpoint, "model checkpoint (default: <output>/model.safetensors)");
     index->add_option("--index", *index_folder, "index folder to write (default: <output>/index)");
-    index->callback([app, index_options, index_checkpoint, index_folder, &exit_code] {
-        RunConfig config = index_options->resolve_over_run();
+    index->callback([app, index, index_options, index_checkpoint, index_folder, &exit_code] {
+        refuse_prompt_flags(*index, "index", "the checkpoint's config");
+        RunConfig config = index_options(true, false);
         RunFiles files(config.output);
         std::string checkpoint = index_checkpoint->empty() ? files.model : *index_checkpoint;
         std::unique_ptr<nn::EmbeddingModel> model = load_text_encoder(checkpoint);
@@ -576,12 +592,14 @@ CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, i
     });
 
     CLI::App* search = command->add_subcommand("search", "print the passages of an index nearest to a query");
-    auto search_options = make_options(*search);
+    auto search_options = std::make_shared<RunConfigOptions>();  // the data is not read: RunConfig's flags only
+    search_options->add_to(*search, app.defaults);
     auto search_folder = std::make_shared<std::string>();
     auto search_query = std::make_shared<std::string>();
     search->add_option("--index", *search_folder, "index folder (default: <output>/index)");
     search->add_option("query", *search_query, "the query, in quotes")->required();
-    search->callback([search_options, search_folder, search_query, &exit_code] {
+    search->callback([search, search_options, search_folder, search_query, &exit_code] {
+        refuse_prompt_flags(*search, "search", "the config of the index's model.safetensors");
         RunConfig config = search_options->resolve();
         std::string folder = search_folder->empty() ? RunFiles(config.output).index : *search_folder;
         print_search_result(search_passage_index(folder, *search_query, config.top_k));
@@ -590,7 +608,7 @@ CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, i
 
     command->callback([app, command, direct, &exit_code] {
         if (!command->get_subcommands().empty()) return;  // a subcommand ran
-        run_train(app, direct->resolve());
+        run_train(app, direct(false, true));
         exit_code = 0;
     });
     return command;

@@ -21,6 +21,9 @@
 //   nce <app> search   --index DIR [--top-k K] "query"
 //       the top-k passages with their scores
 //
+// eval and index take the run's own config.json (in --output) under the flags, so they read
+// the data, split and lengths that train used.
+//
 // The metric rows, in order: "untrained model", one "BM25 (<tokens>)" per variant,
 // "pretrained model (imitates BM25)" when the run pretrained, "trained model", then with a
 // pretrained model "pretrained (+) trained model (one vector)": both models' unit vectors
@@ -62,6 +65,11 @@ struct RetrievalApp {
     std::function<data::DatasetSplits(const data::RetrievalDataset& dataset, const RunConfig& config)> split;
     // Facts the app adds to results.json (e.g. where the data came from); may be unset.
     std::function<nlohmann::json(const RunConfig& config)> extra_results;
+    // Flags of the app's own beside RunConfig's (`nce train`'s --train, --validation, ...):
+    // adds them to a subcommand that reads data and returns what moves the values given into
+    // the resolved config (`trains`: the subcommand trains a new tokenizer and model). May be unset.
+    using OwnOptions = std::function<void(RunConfig& config, const RunConfigOptions& options, bool trains)>;
+    std::function<OwnOptions(CLI::App& command)> add_own_options;
 };
 
 // What a train or eval run measured.
@@ -100,8 +108,9 @@ RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, c
                              const data::RetrievalDataset& validation, const data::RetrievalDataset& test,
                              nn::EmbeddingModel* pretrained = nullptr);
 
-// Adds `nce <app.name>` with train, eval, index and search to `parent`; with no subcommand
-// it runs train. Returns the app's command so the app can add more (compare).
+// Adds `nce <app.name>` with train, pretrain, eval, index and search to `parent`; with no
+// subcommand it runs train (an app named "train" has no `train` subcommand: `nce train` is
+// the run). Returns the app's command so the app can add more (compare).
 CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, int& exit_code);
 
 }  // namespace nce::apps::retrieval
