@@ -1,5 +1,6 @@
 // The engine's public interface: include this one header.
 #pragma once
+#include "engine/activation_checkpoint.h"
 #include "engine/allocator.h"
 #include "engine/autograd.h"
 #include "engine/backend.h"

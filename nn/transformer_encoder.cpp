@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "engine/activation_checkpoint.h"
+
 namespace nce::nn {
 
 TransformerEncoder::TransformerEncoder(const TransformerEncoderLayerOptions& options, int64_t num_layers,
@@ -14,8 +16,20 @@ TransformerEncoder::TransformerEncoder(const TransformerEncoderLayerOptions& opt
 }
 
 Var TransformerEncoder::forward(const Var& x, const Tensor& key_padding_mask, Generator* generator) const {
-    Var h = x;
-    for (const auto& layer : layers) h = layer->forward(h, key_padding_mask, generator);
+    Var h = x;  // [B, T, d_model]
+    for (const auto& layer : layers) {
+        if (!checkpoint_activations) {
+            h = layer->forward(h, key_padding_mask, generator);
+            continue;
+        }
+        // The closure outlives this call (the backward runs it again): it holds the layer by
+        // pointer and the mask by value.
+        TransformerEncoderLayer* recomputed_layer = layer.get();
+        auto run_layer = [recomputed_layer, key_padding_mask, generator](const Var& input) {
+            return recomputed_layer->forward(input, key_padding_mask, generator);
+        };
+        h = checkpoint(run_layer, h, layer->parameters(), generator);
+    }
     return h;
 }
 

@@ -1,5 +1,9 @@
 // TransformerEncoder: a stack of TransformerEncoderLayers named layers.0, layers.1, ...,
 // as PyTorch's nn.TransformerEncoder with no final norm.
+//
+// checkpoint_activations: each layer runs under engine/activation_checkpoint.h's
+// checkpoint(), keeping only its input [B, T, d_model] for the backward and recomputing
+// the rest there (the same gradients bit for bit, at the cost of a second forward).
 #pragma once
 #include <memory>
 #include <vector>
@@ -18,6 +22,7 @@ public:
     Var forward(const Var& x, const Tensor& key_padding_mask, Generator* generator) const;
 
     std::vector<std::unique_ptr<TransformerEncoderLayer>> layers;
+    bool checkpoint_activations = false;  // recompute each layer in the backward (off: keep its graph)
 };
 
 }  // namespace nce::nn
