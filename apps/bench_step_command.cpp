@@ -1,4 +1,5 @@
 // nce bench step --model sig_predictor|text_encoder [--batch B] [--seq T] [--threads N] [--reps R]
+//                 [--checkpoint-activations]
 //
 // Times one whole training step of one of the two models and prints one JSON line: the
 // median and fastest step in milliseconds, samples per second (batch / median) and the
@@ -23,6 +24,14 @@
 // time on a busy machine includes waiting for a core; CPU time much less so).
 // The first `--warmup` steps (default 1) fill the allocator's caches and create AdamW's
 // moments and are left out of the timing.
+//
+// Memory. peak_allocated_mib is the most memory the engine's tensors held at once during the
+// timed steps (CachingAllocator's peak of bytes in use, reset after the warmup), which the
+// forward's saved activations dominate; peak_rss_mib is the whole process's high-water mark
+// (the allocator's cache, the code, the inputs, and the warmup included).
+// --checkpoint-activations recomputes each encoder layer in the backward instead of keeping
+// its activations (nn/checkpoint_activations.h): the same loss and gradients bit for bit,
+// a lower peak_allocated_mib, a slower step. The line says "checkpoint_activations": true.
 //
 // Under `mpirun -np K nce bench step ...` (distributed/) the B rows are the global batch:
 // each process encodes its slice, the loss gathers the other processes' embeddings
@@ -51,6 +60,7 @@
 #include "engine/nce.h"
 #include "losses/infonce.h"
 #include "losses/infonce_symmetric.h"
+#include "nn/checkpoint_activations.h"
 #include "nn/model.h"
 #include "nn/optimizer.h"
 
@@ -64,6 +74,7 @@ struct BenchStepOptions {
     int threads = 0;    // 0: NCE_NUM_THREADS (default all cores)
     int reps = 5;
     int warmup = 1;
+    bool checkpoint_activations = false;
 };
 
 constexpr int64_t kSigInDim = 2048, kSigOutDim = 256, kTextVocabulary = 8000;
@@ -133,12 +144,13 @@ struct StepRunner {
     }
 };
 
-StepRunner make_runner(const std::string& model_name, int64_t batch, int64_t seq) {
+StepRunner make_runner(const std::string& model_name, int64_t batch, int64_t seq, bool checkpoint_activations) {
     StepRunner runner;
     nn::ModelConfig config = model_config(model_name, seq);
     Generator init(7), data(11);
     runner.model = nn::make_model(config, init, Dtype::Float32);
     runner.model->train(true);
+    nn::set_checkpoint_activations(*runner.model, checkpoint_activations);
     runner.optimizer = std::make_unique<nn::AdamW>(runner.model->parameters(), nn::AdamWOptions{.learning_rate = 1e-4});
     runner.query_mask = padding_mask(batch, seq);
     if (model_name == "sig_predictor") {
@@ -195,10 +207,11 @@ int run(const BenchStepOptions& options) {
               distributed::world().size());
     if (options.threads > 0) set_num_threads(options.threads);
 
-    StepRunner runner = make_runner(options.model, batch, seq);
+    StepRunner runner = make_runner(options.model, batch, seq, options.checkpoint_activations);
     double loss = 0;
     for (int w = 0; w < options.warmup; ++w) loss = runner.step();
     distributed::reset_communication_stats();
+    CachingAllocator::host().reset_peak();  // the timed steps' peak, not the setup's
     std::vector<double> milliseconds, cpu_milliseconds;
     for (int r = 0; r < options.reps; ++r) {
         const double cpu_start = process_cpu_milliseconds();
@@ -225,6 +238,9 @@ int run(const BenchStepOptions& options) {
     line["median_ms"] = median;
     line["min_ms"] = sorted.front();
     line["samples_per_s"] = static_cast<double>(batch) / (median / 1000.0);
+    line["checkpoint_activations"] = options.checkpoint_activations;
+    line["peak_allocated_mib"] =
+        static_cast<double>(CachingAllocator::host().stats().peak_bytes_in_use) / (1024.0 * 1024.0);
     line["peak_rss_mib"] = peak_resident_mebibytes();
     line["blas_core"] = blas_core_name();
     line["cpu_ms"] = median_of(cpu_milliseconds);
@@ -253,6 +269,8 @@ void add_bench_step_command(CLI::App& bench, int& exit_code) {
         ->check(CLI::Range(1, 4096));
     command->add_option("--reps", options->reps, "timed steps (the median is reported)")->check(CLI::Range(1, 10000));
     command->add_option("--warmup", options->warmup, "untimed steps first")->check(CLI::Range(0, 10000));
+    command->add_flag("--checkpoint-activations", options->checkpoint_activations,
+                      "recompute each encoder layer in the backward instead of keeping its activations");
     command->callback([options, &exit_code] { exit_code = run(*options); });
 }
 
