@@ -214,6 +214,13 @@ int run(const MineOptionsCli& options) {
     fmt::print("mine: wrote {} rows ({} queries) to {}; dropped {} queries ({} rows) with fewer than {} negatives; "
                "{:.2f} s\n", summary.rows_written, summary.queries_kept, options.output_path, summary.queries_dropped,
                summary.rows_dropped, settings.negatives_per_query, seconds);
+    if (summary.queries_dropped > 0)
+        fmt::print("mine: of the dropped, {} lost candidates to the margin and {} had too few ranked candidates{}; a "
+                   "wider --range{} keeps more\n", summary.dropped_after_margin,
+                   summary.queries_dropped - summary.dropped_after_margin,
+                   options.by == "model" ? "" : " (BM25 ranks only texts sharing a word with the query)",
+                   options.by != "model" && options.bm25_tokens == "whitespace"
+                       ? ", a --corpus or --bm25-tokens whitespace+bigrams" : " or a --corpus");
     return 0;
 }
 

@@ -219,6 +219,7 @@ TEST_CASE("mine: a query with fewer than K negatives is dropped and counted; the
     CHECK(result.summary.rows_written == 2);
     CHECK(result.summary.queries_dropped == 1);
     CHECK(result.summary.rows_dropped == 2);
+    CHECK(result.summary.dropped_after_margin == 0);  // its ranking was too short
     CHECK(result.negatives[0].negatives == std::vector<int64_t>{4, 5});
     CHECK(result.negatives[2].negatives == std::vector<int64_t>{5, 1});
     std::string csv = mined_pairs_csv(input, result, 2);

@@ -269,6 +269,7 @@ MiningResult mine_pairs(const MiningInput& input, const std::vector<const Candid
         } else {
             ++summary.queries_dropped;
             summary.rows_dropped += rows;
+            if (mined.removed_by_margin > 0) ++summary.dropped_after_margin;
         }
     }
     return result;

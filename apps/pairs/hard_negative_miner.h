@@ -135,6 +135,8 @@ struct MiningSummary {
     int64_t queries_kept = 0;         // with K negatives
     int64_t rows_written = 0;         // one per (query, positive) of a kept query
     int64_t queries_dropped = 0;      // fewer than K negatives
+    int64_t dropped_after_margin = 0; // of those, queries the margin removed candidates from (the
+                                      // others' rankings were too short: too few candidates above the floor)
     int64_t rows_dropped = 0;
     int64_t removed_by_margin = 0;    // over all queries: likely false negatives left out
 };
