@@ -14,8 +14,9 @@
 //   --by        bm25 (default; whitespace words as nce train's BM25 row, or --bm25-tokens
 //               whitespace+bigrams for languages without spaces between words or with
 //               particles glued to them, such as Korean), model (cosine of a trained
-//               text_encoder, --checkpoint, tokenizer.model beside it), or both (reciprocal
-//               rank fusion; a candidate must pass the margin of each)
+//               text_encoder, --checkpoint, tokenizer.model beside it, its prompts in front,
+//               a long candidate scoring as its best window as in nce train's evaluation), or
+//               both (reciprocal rank fusion; a candidate must pass the margin of each)
 //   --range     ranks FIRST..LAST (1-based, the query's own positives left out) to take from
 //   margins     NV-Retriever's false-negative filter against the query's positive's score
 //               (its lowest, with several): --absolute-margin M keeps score < positive - M,
@@ -38,6 +39,7 @@
 #include "apps/commands.h"
 #include "apps/pairs/candidate_scorers.h"
 #include "apps/pairs/hard_negative_miner.h"
+#include "apps/pairs/pairs_app.h"
 #include "apps/retrieval/run_config.h"
 #include "apps/retrieval/text_model.h"
 #include "data/pairs_reader.h"
@@ -178,12 +180,14 @@ int run(const MineOptionsCli& options) {
     }
     if (options.by != "bm25") {
         loaded = load_model_and_tokenizer(options);
-        auto model_scorer = std::make_unique<pairs::ModelCandidateScorer>(*loaded.model, *loaded.tokenizer,
-                                                                         input.candidates, loaded.max_length,
-                                                                         options.batch_size);
-        if (model_scorer->truncated_candidates() > 0)
-            fmt::print("model: {} of {} candidates are longer than {} tokens and were embedded from their start\n",
-                       model_scorer->truncated_candidates(), input.candidates.size(), loaded.max_length);
+        // Windows as nce train's evaluation cuts them: its neighbouring windows' overlap.
+        const int64_t overlap = pairs::pairs_app().chunk_overlap;
+        auto model_scorer = std::make_unique<pairs::ModelCandidateScorer>(
+            *loaded.model, *loaded.tokenizer, input.candidates, loaded.max_length, overlap, options.batch_size);
+        if (model_scorer->windowed_candidates() > 0)
+            fmt::print("model: {} of {} candidates are longer than {} tokens and are read in windows sharing {} tokens, "
+                       "each scoring as its best window\n", model_scorer->windowed_candidates(),
+                       input.candidates.size(), model_scorer->window_tokens(), overlap);
         scorers.push_back(std::move(model_scorer));
     }
     std::vector<const pairs::CandidateScorer*> used;

@@ -3,6 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <limits>
+
+#include "apps/retrieval/passage_index.h"
 #include "apps/retrieval/text_model.h"
 #include "engine/error.h"
 #include "engine/tensor_math.h"
@@ -57,23 +61,51 @@ std::vector<QueryScores> Bm25CandidateScorer::score(const std::vector<std::strin
 
 ModelCandidateScorer::ModelCandidateScorer(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer,
                                            const std::vector<std::string>& candidates, int64_t max_length,
-                                           int64_t batch_size)
-    : model_(model), tokenizer_(tokenizer), max_length_(max_length), batch_size_(batch_size) {
-    retrieval::TruncationCount count;
-    candidate_embeddings_ =
-        retrieval::encode_texts(model_, tokenizer_, candidates, max_length_, batch_size_, &count).to(Device::CPU);
-    truncated_candidates_ = count.truncated;
+                                           int64_t overlap, int64_t batch_size)
+    : model_(model),
+      tokenizer_(tokenizer),
+      max_length_(max_length),
+      batch_size_(batch_size),
+      candidate_count_(static_cast<int64_t>(candidates.size())) {
+    const nn::ModelConfig& config = model_.config();
+    std::vector<data::Passage> passages;
+    passages.reserve(candidates.size());
+    for (size_t c = 0; c < candidates.size(); ++c)
+        passages.push_back({fmt::format("candidate {}", c + 1), candidates[c], ""});
+    window_tokens_ = retrieval::passage_window(tokenizer_, config.passage_prompt, max_length_, overlap);
+    std::vector<retrieval::PassageChunk> windows = retrieval::chunk_passages(passages, tokenizer_, window_tokens_, overlap);
+    NCE_CHECK(!windows.empty(), "mine: no candidate gives a token with the model's tokenizer");
+    std::vector<std::string> window_texts;
+    std::vector<int64_t> windows_of_candidate(candidates.size(), 0);
+    for (retrieval::PassageChunk& window : windows) {
+        candidate_of_window_.push_back(window.passage);
+        ++windows_of_candidate[static_cast<size_t>(window.passage)];
+        window_texts.push_back(std::move(window.text));
+    }
+    for (int64_t count : windows_of_candidate) windowed_candidates_ += count > 1 ? 1 : 0;
+    window_embeddings_ = retrieval::encode_texts(model_, tokenizer_,
+                                                 retrieval::with_prompt(config.passage_prompt, std::move(window_texts)),
+                                                 max_length_, batch_size_)
+                             .to(Device::CPU);
 }
 
 std::vector<QueryScores> ModelCandidateScorer::score(const std::vector<std::string>& anchors) const {
-    Tensor queries = retrieval::encode_texts(model_, tokenizer_, anchors, max_length_, batch_size_).to(Device::CPU);
-    Tensor cosines = matmul(queries, candidate_embeddings_, Transpose::Second);  // [B, N]
+    Tensor queries = retrieval::encode_texts(model_, tokenizer_, retrieval::with_prompt(model_.config().query_prompt, anchors),
+                                             max_length_, batch_size_)
+                         .to(Device::CPU);
+    Tensor cosines = matmul(queries, window_embeddings_, Transpose::Second);  // [B, windows]
     std::vector<double> values = cosines.to_vector();
-    const auto candidates = static_cast<size_t>(candidate_embeddings_.size(0));
+    const size_t windows = candidate_of_window_.size();
     std::vector<QueryScores> result(anchors.size());
-    for (size_t i = 0; i < anchors.size(); ++i)
-        result[i].scores.assign(values.begin() + static_cast<std::ptrdiff_t>(i * candidates),
-                                values.begin() + static_cast<std::ptrdiff_t>((i + 1) * candidates));
+    for (size_t i = 0; i < anchors.size(); ++i) {
+        // A candidate scores as its best window; one with no token (no window) is never ranked.
+        std::vector<double>& scores = result[i].scores;
+        scores.assign(static_cast<size_t>(candidate_count_), -std::numeric_limits<double>::infinity());
+        for (size_t w = 0; w < windows; ++w) {
+            double& best = scores[static_cast<size_t>(candidate_of_window_[w])];
+            best = std::max(best, values[i * windows + w]);
+        }
+    }
     return result;
 }
 

@@ -5,8 +5,11 @@
 //           floor 0: a candidate that shares no token with the query is not ranked.
 //   model   the cosine of a trained text_encoder's unit embeddings, exact (every candidate
 //           scored: the positive's own score is needed for the margin, so an approximate
-//           top-k would not do). The candidates are embedded once; each block of queries is
-//           one [B, D]·[D, N] product. No floor.
+//           top-k would not do), read as nce train's evaluation reads them: the model's query
+//           and passage prompts in front, a candidate longer than the window cut into
+//           overlapping windows (apps/retrieval/passage_index.h) and scoring as its best one.
+//           The windows are embedded once; each block of queries is one [B, D]·[D, windows]
+//           product. No floor.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -39,21 +42,27 @@ private:
 
 class ModelCandidateScorer : public CandidateScorer {
 public:
-    // Embeds the candidates, `batch_size` at a time, each cut at max_length tokens.
+    // Embeds the candidates' windows of max_length tokens (prompt included; neighbours share
+    // `overlap` tokens), `batch_size` at a time. Queries are cut at max_length tokens.
     ModelCandidateScorer(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer,
-                         const std::vector<std::string>& candidates, int64_t max_length, int64_t batch_size);
+                         const std::vector<std::string>& candidates, int64_t max_length, int64_t overlap,
+                         int64_t batch_size);
     std::string name() const override { return "model"; }
     std::vector<QueryScores> score(const std::vector<std::string>& anchors) const override;
-    // The candidates longer than max_length tokens (cut before embedding).
-    int64_t truncated_candidates() const { return truncated_candidates_; }
+    // The candidates read in more than one window.
+    int64_t windowed_candidates() const { return windowed_candidates_; }
+    int64_t window_tokens() const { return window_tokens_; }
 
 private:
     nn::EmbeddingModel& model_;
     const data::Tokenizer& tokenizer_;
     int64_t max_length_;
     int64_t batch_size_;
-    Tensor candidate_embeddings_;  // [N, D] float32, unit rows
-    int64_t truncated_candidates_ = 0;
+    int64_t candidate_count_ = 0;
+    std::vector<int64_t> candidate_of_window_;
+    Tensor window_embeddings_;  // [windows, D] float32, unit rows
+    int64_t windowed_candidates_ = 0;
+    int64_t window_tokens_ = 0;
 };
 
 }  // namespace nce::apps::pairs
