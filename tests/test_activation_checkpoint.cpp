@@ -2,7 +2,7 @@
 // training the two models with their encoder layers recomputed in the backward gives the
 // same losses, gradients and parameters, bit for bit, as keeping every layer's graph, with
 // dropout on, in float32 and float64, over several AdamW steps with gradient accumulation;
-// and the checkpointed forward holds fewer bytes until the backward.
+// and the checkpointed forward holds fewer bytes until the backward; GradCache agrees as well.
 #include <cstring>
 #include <memory>
 #include <string>
@@ -11,6 +11,7 @@
 #include "losses/infonce.h"
 #include "losses/infonce_symmetric.h"
 #include "nn/checkpoint_activations.h"
+#include "nn/grad_cache.h"
 #include "nn/model.h"
 #include "nn/optimizer.h"
 #include "tests/test_helpers.h"
@@ -214,5 +215,25 @@ TEST_CASE("checkpoint: with gradients off or in eval mode it is the plain functi
         model->train(true);
         Var no_graph_output = model->encode(batch.queries, batch.query_mask, &dropout);
         CHECK_FALSE(no_graph_output.requires_grad());
+    }
+}
+
+TEST_CASE("checkpoint_activations: a GradCache step's gradients are bit-identical too") {
+    for (Dtype dtype : kFloatDtypes) {
+        auto gradients = [&](bool checkpointing) {
+            Generator init(5), data(23), dropout(17);
+            std::unique_ptr<EmbeddingModel> model = make_model(text_encoder_config(), init, dtype);
+            set_checkpoint_activations(*model, checkpointing);
+            model->train(true);
+            MicroBatch batch = make_micro_batch(text_encoder_config(), dtype, 6, 5, data);
+            PairBatch pairs{batch.queries, batch.query_mask, batch.passages, batch.passage_mask};
+            EmbeddingLoss loss = [](const Var& q, const Var& p, const Var&) {
+                return losses::infonce_symmetric(q, p, Var(), Var(), 0.05);
+            };
+            std::vector<Tensor> result{Tensor::scalar(grad_cache_step(*model, *model, pairs, loss, 4, dropout), dtype)};
+            for (Var* parameter : model->parameters()) result.push_back(parameter->grad());
+            return result;
+        };
+        check_bit_identical(gradients(false), gradients(true), "GradCache loss and gradients");
     }
 }
