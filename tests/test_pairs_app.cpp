@@ -216,3 +216,34 @@ TEST_CASE("training: infonce takes the data's negatives as extra candidates") {
     CHECK(std::isfinite(without));
     CHECK(with > without + 0.05);
 }
+
+TEST_CASE("training: the prompts are text written before every query and passage the model reads") {
+    // Training with --query-prompt and --passage-prompt equals training without them on data
+    // whose texts already begin with the prompts, step for step: the plain path (with the
+    // data's negatives as extra candidates) and GradCache alike; and it differs from the bare data.
+    ScratchFolder folder("prompts");
+    retrieval::RunConfig config = tiny_run(folder, 2);
+    data::RetrievalDataset bare = pairs::load_pairs_dataset(config);
+    data::RetrievalDataset written = bare;
+    for (data::Query& query : written.queries) query.text = "red " + query.text;
+    for (data::Passage& passage : written.passages) passage.text = "are " + passage.text;
+    data::Tokenizer tokenizer = small_tokenizer(bare, folder);
+    retrieval::RunConfig prompted = config;
+    prompted.query_prompt = "red ";
+    prompted.passage_prompt = "are ";
+    for (int64_t mini_batch_size : {0, 2}) {
+        CAPTURE(mini_batch_size);
+        data::RetrievalDataset bare_rows = bare, written_rows = written;
+        if (mini_batch_size > 0)  // GradCache caches queries and positives only
+            for (data::RetrievalDataset* rows : {&bare_rows, &written_rows})
+                std::erase_if(rows->relevance, [](const data::Relevance& entry) { return entry.hard_negative; });
+        retrieval::RunConfig with_prompts = prompted, without = config;
+        with_prompts.mini_batch_size = without.mini_batch_size = mini_batch_size;
+        std::string name = std::to_string(mini_batch_size);
+        double by_prompt = last_training_loss(with_prompts, tokenizer, bare_rows, folder, "prompted" + name);
+        double by_text = last_training_loss(without, tokenizer, written_rows, folder, "written" + name);
+        double unprompted = last_training_loss(without, tokenizer, bare_rows, folder, "bare" + name);
+        CHECK(by_prompt == by_text);
+        CHECK(by_prompt != unprompted);
+    }
+}

@@ -192,7 +192,12 @@ std::unique_ptr<nn::EmbeddingModel> load_init(const RunConfig& config, int64_t v
               "--init {}: the checkpoint is a text_encoder of {}, but this run builds one of {}; pass the sizes it "
               "was trained with (--d-model, --num-layers, --nhead, --dim-feedforward, --max-query-length, "
               "--max-passage-length) or another checkpoint", config.init, sizes(found), sizes(wanted));
-    return model;
+    // The prompts are no part of the size: the run's own win, and are saved with its model.
+    if (found.query_prompt != wanted.query_prompt || found.passage_prompt != wanted.passage_prompt)
+        fmt::print("--init {}: the checkpoint reads queries after \"{}\" and passages after \"{}\"; this run trains and "
+                   "saves the prompts \"{}\" and \"{}\" (--query-prompt, --passage-prompt)\n",
+                   config.init, found.query_prompt, found.passage_prompt, wanted.query_prompt, wanted.passage_prompt);
+    return with_model_prompts(std::move(model), wanted.query_prompt, wanted.passage_prompt);
 }
 
 // The run's tokenizer: with --init, the tokenizer.model beside that checkpoint (its ids are
@@ -248,6 +253,11 @@ PretrainingReport pretrain_and_save(const RetrievalApp& app, const RunConfig& co
     return report;
 }
 
+// The prompts a model reads with, for results.json.
+nlohmann::json prompts_fact(const nn::EmbeddingModel& model) {
+    return {{"query", model.config().query_prompt}, {"passage", model.config().passage_prompt}};
+}
+
 nlohmann::json pretraining_facts(const PretrainingReport& report) {
     return {{"corpus", "every passage of the data set (no query, no label)"},
             {"passages", report.passages},
@@ -294,28 +304,36 @@ RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, c
     std::vector<std::string> validation_queries = query_texts_of(validation),
                              validation_passages = passage_texts_of(validation);
     eval::Bm25Parameters bm25{config.bm25_k1, config.bm25_b};
-    // The model's rankings of a split; with app.chunked_passages a passage scores as its best chunk.
-    // The rankings of one or more encoders' embeddings side by side: each text's vector is
-    // the concatenation of every encoder's unit vector over sqrt(count), a unit vector whose
-    // inner products are the mean of the encoders' (SPAR's lexical model (+) dense model).
+    // One or more encoders' embeddings side by side: each text's vector is the concatenation
+    // of every encoder's unit vector over sqrt(count), a unit vector whose inner products are
+    // the mean of the encoders' (SPAR's lexical model (+) dense model). Each encoder reads the
+    // texts after its own prompt: `prompt` picks the query or the passage one of its config.
+    // BM25 above and below reads the texts bare.
+    using Prompt = std::string nn::ModelConfig::*;
     auto encode_all = [&](const std::vector<nn::EmbeddingModel*>& encoders, const std::vector<std::string>& texts,
-                          int64_t max_length, TruncationCount* count) {
+                          Prompt prompt, int64_t max_length, TruncationCount* count) {
         std::vector<Tensor> parts;
         for (size_t e = 0; e < encoders.size(); ++e)
-            parts.push_back(encode_texts(*encoders[e], tokenizer, texts, max_length, config.encode_batch_size,
-                                         e == 0 ? count : nullptr));
+            parts.push_back(encode_texts(*encoders[e], tokenizer, with_prompt(encoders[e]->config().*prompt, texts),
+                                         max_length, config.encode_batch_size, e == 0 ? count : nullptr));
         return parts.size() == 1 ? parts[0] : concat(parts, 1) * (1.0 / std::sqrt(static_cast<double>(parts.size())));
     };
     // The model's rankings of a split; with app.chunked_passages a passage scores as its best chunk.
     auto dense_of = [&](const std::vector<nn::EmbeddingModel*>& encoders, const data::RetrievalDataset& split,
                         TruncationCount* query_count, TruncationCount* passage_count, int64_t* passages_in_chunks) {
-        Tensor q = encode_all(encoders, query_texts_of(split), config.max_query_length, query_count);
+        Tensor q = encode_all(encoders, query_texts_of(split), &nn::ModelConfig::query_prompt, config.max_query_length,
+                              query_count);
         if (!app.chunked_passages) {
-            Tensor p = encode_all(encoders, passage_texts_of(split), config.max_passage_length, passage_count);
+            Tensor p = encode_all(encoders, passage_texts_of(split), &nn::ModelConfig::passage_prompt,
+                                  config.max_passage_length, passage_count);
             return dense_rankings(q, p, config.candidate_depth);
         }
-        std::vector<PassageChunk> chunks =
-            chunk_passages(split.passages, tokenizer, config.max_passage_length, app.chunk_overlap);
+        // Windows that leave room for the longest of the encoders' passage prompts.
+        int64_t window = config.max_passage_length;
+        for (nn::EmbeddingModel* encoder : encoders)
+            window = std::min(window, passage_window(tokenizer, encoder->config().passage_prompt,
+                                                     config.max_passage_length, app.chunk_overlap));
+        std::vector<PassageChunk> chunks = chunk_passages(split.passages, tokenizer, window, app.chunk_overlap);
         NCE_CHECK(!chunks.empty(), "evaluation: no passage of the split gives a token");
         std::vector<std::string> chunk_texts;
         for (const PassageChunk& chunk : chunks) chunk_texts.push_back(chunk.text);
@@ -324,7 +342,8 @@ RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, c
             for (const PassageChunk& chunk : chunks) ++chunks_of_passage[chunk.passage];
             for (const auto& [passage, count] : chunks_of_passage) *passages_in_chunks += count > 1 ? 1 : 0;
         }
-        Tensor p = encode_all(encoders, chunk_texts, config.max_passage_length, passage_count);
+        Tensor p = encode_all(encoders, chunk_texts, &nn::ModelConfig::passage_prompt, config.max_passage_length,
+                              passage_count);
         return best_chunk_rankings(dense_rankings(q, p, std::min<int64_t>(static_cast<int64_t>(chunks.size()),
                                                                           8 * config.candidate_depth)),
                                    chunks, config.candidate_depth);
@@ -406,6 +425,7 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     std::unique_ptr<nn::EmbeddingModel> untrained = make_text_encoder(config, tokenizer.vocab_size());
     std::unique_ptr<nn::EmbeddingModel> model, pretrained;
     nlohmann::json facts = {{"split", split_sizes(splits)}, {"tokenizer_pieces", tokenizer.vocab_size()}};
+    facts["prompts"] = prompts_fact(*untrained);
     if (!config.init.empty()) {
         model = load_init(config, tokenizer.vocab_size());
         fmt::print("starting from {} (no corpus pretraining)\n", config.init);
@@ -421,10 +441,12 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     // Long passages: each query trains on the window that holds its answer (training_windows.h).
     data::RetrievalDataset train = splits.train;
     if (app.chunked_passages) {
-        TrainingWindows windows = training_windows(splits.train, tokenizer, config.max_passage_length, app.chunk_overlap);
+        int64_t window = passage_window(tokenizer, model->config().passage_prompt, config.max_passage_length,
+                                        app.chunk_overlap);  // room for the passage prompt
+        TrainingWindows windows = training_windows(splits.train, tokenizer, window, app.chunk_overlap);
         fmt::print("training windows: {} of {} training passages are longer than {} tokens; {} of {} positives moved off "
                    "the first window ({} placed by the answer's position, {} by words shared with the query)\n",
-                   windows.passages_split, splits.train.passages.size(), config.max_passage_length, windows.moved,
+                   windows.passages_split, splits.train.passages.size(), window, windows.moved,
                    windows.positives, windows.placed_by_answer, windows.placed_by_words);
         facts["training_windows"] = {{"passages_split", windows.passages_split},
                                      {"positives", windows.positives},
@@ -475,6 +497,7 @@ RunOutcome run_pretrain(const RetrievalApp& app, const RunConfig& given_config) 
     std::unique_ptr<nn::EmbeddingModel> model = make_text_encoder(config, tokenizer.vocab_size());
     nlohmann::json facts = {{"split", split_sizes(splits)}, {"tokenizer_pieces", tokenizer.vocab_size()}};
     facts["pretraining"] = pretraining_facts(pretrain_and_save(app, config, files, tokenizer, dataset, *model));
+    facts["prompts"] = prompts_fact(*model);
     new_folder.keep();
     RunOutcome outcome = evaluate_on_split(app, config, tokenizer, untrained.get(), *model,
                                            "pretrained model (imitates BM25)", splits.validation, splits.test);
@@ -484,11 +507,22 @@ RunOutcome run_pretrain(const RetrievalApp& app, const RunConfig& given_config) 
     return outcome;
 }
 
-RunOutcome run_eval(const RetrievalApp& app, const RunConfig& config, const std::string& checkpoint_path) {
+RunOutcome run_eval(const RetrievalApp& app, const RunConfig& config, const std::string& checkpoint_path,
+                    const PromptOverride& prompts) {
     auto start = Clock::now();
     RunFiles files(config.output);
     std::string checkpoint = checkpoint_path.empty() ? files.model : checkpoint_path;
     std::unique_ptr<nn::EmbeddingModel> model = load_text_encoder(checkpoint);
+    {
+        const nn::ModelConfig& saved = model->config();
+        std::string query_prompt = prompts.query_prompt.value_or(saved.query_prompt);
+        std::string passage_prompt = prompts.passage_prompt.value_or(saved.passage_prompt);
+        if (query_prompt != saved.query_prompt || passage_prompt != saved.passage_prompt)
+            fmt::print("eval: {} was saved with the query prompt \"{}\" and the passage prompt \"{}\"; evaluating it "
+                       "with \"{}\" and \"{}\" as given\n", checkpoint, saved.query_prompt, saved.passage_prompt,
+                       query_prompt, passage_prompt);
+        model = with_model_prompts(std::move(model), query_prompt, passage_prompt);
+    }
     data::Tokenizer tokenizer = tokenizer_for(checkpoint, files);
     NCE_CHECK(tokenizer.vocab_size() == model->config().vocab_size,
               "checkpoint {}: its vocabulary ({}) does not match the tokenizer's ({}); use the tokenizer it was trained with",
@@ -512,9 +546,33 @@ RunOutcome run_eval(const RetrievalApp& app, const RunConfig& config, const std:
     RunOutcome outcome = evaluate_on_split(app, fitted, tokenizer, untrained.get(), *model, "trained model",
                                            splits.validation, splits.test, pretrained.get());
     outcome.seconds = seconds_since(start);
-    report(app, fitted, files, outcome, {{"split", split_sizes(splits)}, {"checkpoint", checkpoint}}, false);
+    report(app, fitted, files, outcome,
+           {{"split", split_sizes(splits)}, {"checkpoint", checkpoint}, {"prompts", prompts_fact(*model)}}, false);
     return outcome;
 }
+
+namespace {
+
+// The prompt flags given on `command`'s line: eval reads with them in place of the checkpoint's.
+PromptOverride prompts_given(const CLI::App& command, const RunConfig& config) {
+    PromptOverride prompts;
+    if (command.get_option("--query-prompt")->count() > 0) prompts.query_prompt = config.query_prompt;
+    if (command.get_option("--passage-prompt")->count() > 0) prompts.passage_prompt = config.passage_prompt;
+    return prompts;
+}
+
+// index and search read with the prompts the model was saved with; a prompt flag there
+// would go unused, so it is left out of their help and refused.
+void hide_prompt_flags(CLI::App& command) {
+    for (const char* flag : {"--query-prompt", "--passage-prompt"}) command.get_option(flag)->group("");
+}
+void refuse_prompt_flags(const CLI::App& command, const char* name, const char* source) {
+    for (const char* flag : {"--query-prompt", "--passage-prompt"})
+        NCE_CHECK(command.get_option(flag)->count() == 0, "{}: {} does not apply: the prompts come from {} (set them "
+                  "when training; eval takes others to compare)", name, flag, source);
+}
+
+}  // namespace
 
 CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, int& exit_code) {
     CLI::App* command = parent.add_subcommand(app.name, app.description);
@@ -572,6 +630,7 @@ CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, i
     auto index_folder = std::make_shared<std::string>();
     index->add_option("--checkpoint", *index_checkpoint, "model checkpoint (default: <output>/model.safetensors)");
     index->add_option("--index", *index_folder, "index folder to write (default: <output>/index)");
+    hide_prompt_flags(*index);
     index->callback([app, index, index_options, index_checkpoint, index_folder, &exit_code] {
         refuse_prompt_flags(*index, "index", "the checkpoint's config");
         RunConfig config = index_options(true, false);
@@ -598,6 +657,7 @@ CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, i
     auto search_query = std::make_shared<std::string>();
     search->add_option("--index", *search_folder, "index folder (default: <output>/index)");
     search->add_option("query", *search_query, "the query, in quotes")->required();
+    hide_prompt_flags(*search);
     search->callback([search, search_options, search_folder, search_query, &exit_code] {
         refuse_prompt_flags(*search, "search", "the config of the index's model.safetensors");
         RunConfig config = search_options->resolve();

@@ -17,9 +17,14 @@
 //   nce <app> eval     [flags] [--checkpoint FILE]
 //       the same split and rows for an existing model (default: the run's model.safetensors)
 //   nce <app> index    [flags] [--checkpoint FILE] [--index DIR]
-//       every passage of the data set, chunked with overlap, into a FAISS index folder
+//       every passage of the data set, chunked with overlap, into a FAISS index folder,
+//       each chunk read after the checkpoint's passage prompt
 //   nce <app> search   --index DIR [--top-k K] "query"
-//       the top-k passages with their scores
+//       the top-k passages with their scores; the query is read after the index model's
+//       query prompt
+//
+// Prompts (--query-prompt, --passage-prompt): train and pretrain save the run's in the model;
+// eval, index and search read with the checkpoint's (eval may be given others to compare).
 //
 // eval and index take the run's own config.json (in --output) under the flags, so they read
 // the data, split and lengths that train used.
@@ -33,6 +38,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -96,9 +102,18 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& config);
 // tokenizer.model for `train --init`.
 RunOutcome run_pretrain(const RetrievalApp& app, const RunConfig& config);
 
+// Prompts an `eval` sets in place of the checkpoint's own (each unset one stays the checkpoint's).
+struct PromptOverride {
+    std::optional<std::string> query_prompt;
+    std::optional<std::string> passage_prompt;
+};
+
 // The `eval` run: the table for the model in `checkpoint_path` (its tokenizer is the
-// tokenizer.model beside it, or the run's), written to results.json and metrics.svg.
-RunOutcome run_eval(const RetrievalApp& app, const RunConfig& config, const std::string& checkpoint_path);
+// tokenizer.model beside it, or the run's), written to results.json and metrics.svg. The
+// model reads with the prompts it was saved with, unless `prompts` sets others (the run
+// then says so).
+RunOutcome run_eval(const RetrievalApp& app, const RunConfig& config, const std::string& checkpoint_path,
+                    const PromptOverride& prompts = {});
 
 // The table's rows for one split: untrained (when `untrained` is given), BM25 variants, the
 // model, and the hybrid (fusion weight chosen on `validation`). The building block of
