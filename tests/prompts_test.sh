@@ -4,7 +4,8 @@
 # apply the checkpoint's own (search's score is the cosine of the prompted query and the
 # prompted chunk, as `nce encode --prompt` computes them); `nce encode --prompt query` equals
 # encoding the texts with the prompt written into the file, bit for bit; eval and --init say
-# when their prompts differ from the checkpoint's; bad prompts are one-line errors.
+# when their prompts differ from the checkpoint's; `nce train` with "query: " and "passage: "
+# does the same on a pairs file; bad prompts are one-line errors.
 # The prompts are Korean words of the generated data ("질문: ", "지역: "): the run's tokenizer,
 # trained on that data, reads Latin letters as unknown pieces, so "query: " and "passage: "
 # would both be little more than <unk>.
@@ -167,7 +168,53 @@ if [[ "$(py config "$scratch/from_init/model.safetensors" query_prompt)" == '"�
     pass "train --init saves the run's query prompt"
 else fail "train --init saved the query prompt $(py config "$scratch/from_init/model.safetensors" query_prompt)"; fi
 
+# ---- nce train on a pairs file, with the issue's "query: " and "passage: " ----
+/usr/bin/python3 - "$scratch" <<'PY'
+import json, random, sys
+rng = random.Random(3)
+syllables = ["ka", "lo", "mi", "ren", "tu", "sa", "vo", "pel"]
+places = ["river", "forest", "desert", "mountain", "lake", "meadow"]
+foods = ["berries", "fish", "seeds", "leaves", "insects", "roots"]
+with open(f"{sys.argv[1]}/pairs.jsonl", "w") as f:
+    names = set()
+    while len(names) < 60:
+        names.add("".join(rng.choice(syllables) for _ in range(3)))
+    for name in sorted(names):
+        place, food = rng.choice(places), rng.choice(foods)
+        f.write(json.dumps({"anchor": f"where does the {name} live",
+                            "positive": f"the {name} lives near the {place} and eats {food}"}) + "\n")
+PY
+run train --train "$scratch/pairs.jsonl" --output "$scratch/pairs_run" --vocab-size 200 --d-model 32 --nhead 2 \
+    --num-layers 1 --dim-feedforward 64 --max-query-length 24 --max-passage-length 48 --batch-size 16 --max-steps 4 \
+    --warmup-steps 0 --evaluate-every 0 --candidate-depth 20 --no-pretrain --query-prompt "query: " \
+    --passage-prompt "passage: "
+expect_exit_zero "nce train with --query-prompt and --passage-prompt"
+if [[ "$(py config "$scratch/pairs_run/model.safetensors" query_prompt)" == '"query: "' &&
+      "$(py config "$scratch/pairs_run/model.safetensors" passage_prompt)" == '"passage: "' ]]; then
+    pass "nce train's model.safetensors carries both prompts"
+else fail "nce train's model.safetensors lacks the prompts"; fi
+run train index --output "$scratch/pairs_run" --index "$scratch/pairs_index"
+expect_exit_zero "nce train index"
+run train search --index "$scratch/pairs_index" --top-k 3 "where does the kalomi live"
+expect_exit_zero "nce train search"
+search_scores=$(sed -n 's/^ [1-3]\. \([0-9.-]*\) .*/\1/p' "$stdout" | tr '\n' ' ' | sed 's/ $//')
+printf 'where does the kalomi live\n' >"$scratch/pairs_question.txt"
+py chunk_texts "$scratch/pairs_index/chunks.jsonl" "$scratch/pairs_chunks.txt"
+run encode --model "$scratch/pairs_run/model.safetensors" --text "$scratch/pairs_chunks.txt" --prompt passage \
+    --out "$scratch/pairs_chunks.npy"
+run encode --model "$scratch/pairs_run/model.safetensors" --text "$scratch/pairs_question.txt" --prompt query \
+    --max-length 24 --out "$scratch/pairs_q.npy"
+prompted=$(py top_cosine "$scratch/pairs_q.npy" "$scratch/pairs_chunks.npy" 3)
+if [[ -n "$search_scores" && "$search_scores" == "$prompted" ]]; then
+    pass "nce train search's top 3 scores ($search_scores) are the prompted cosines"
+else fail "nce train search's top 3 scores '$search_scores' are not the prompted cosines $prompted"; fi
+
 # ---- bad prompts: one line, nothing written ----
+run train --train "$scratch/pairs.jsonl" --output "$scratch/out_window" --vocab-size 200 --d-model 32 --nhead 2 \
+    --num-layers 1 --dim-feedforward 64 --max-query-length 24 --max-passage-length 24 --max-steps 2 --warmup-steps 0 \
+    --no-pretrain --passage-prompt "passage: "
+expect_one_line_error 'the passage prompt "passage: " takes [0-9]+ of the 24 passage tokens' "$scratch/out_window" \
+    "a passage prompt that leaves a window no longer than the chunk overlap"
 long=$(printf 'x%.0s' {1..1025})
 run korquad train --config "$scratch/tiny.json" --output "$scratch/out_long" --query-prompt "$long"
 expect_one_line_error "config: query_prompt has 1025 bytes; a prompt may have at most 1024 \\(flag --query-prompt\\)" \
