@@ -192,6 +192,19 @@ run train --config "$scratch/tiny.json" --train "$scratch/positives.jsonl" --min
 expect_one_line_error "mini_batch_size \\(GradCache\\) works with infonce, infonce_symmetric and matryoshka, not triplet" \
     "$scratch/out_cache_loss" "GradCache with a loss it does not cache"
 
+# ---- --checkpoint-activations: each layer recomputed in the backward, the same model bit for bit ----
+run train --config "$scratch/tiny.json" --train "$scratch/train.jsonl" --max-steps 4 --output "$scratch/stored"
+expect_exit_zero "train (activations stored)"
+run train --config "$scratch/tiny.json" --train "$scratch/train.jsonl" --max-steps 4 --checkpoint-activations \
+    --output "$scratch/recomputed"
+expect_exit_zero "train --checkpoint-activations"
+expect_in "$scratch/recomputed/config.json" '"checkpoint_activations": true' "config.json records --checkpoint-activations"
+if cmp -s "$scratch/stored/model.safetensors" "$scratch/recomputed/model.safetensors"; then
+    pass "--checkpoint-activations trains the same model, byte for byte (pretraining and training)"
+else
+    fail "--checkpoint-activations changed the trained model"
+fi
+
 # ---- nce data pairs: a KorQuAD-format file as train.csv and validation.csv, then nce train on them ----
 /usr/bin/python3 - "$scratch/squad.json" <<'PY'
 import json, sys

@@ -11,6 +11,7 @@
 #include "apps/retrieval/text_model.h"
 #include "engine/error.h"
 #include "losses/losses.h"
+#include "nn/checkpoint_activations.h"
 #include "nn/optimizer.h"
 #include "nn/trainer.h"
 
@@ -103,6 +104,7 @@ PretrainingReport pretrain_text_encoder(nn::EmbeddingModel& model, const data::T
                                         const std::vector<data::Passage>& passages, LexicalTokens teacher_tokens,
                                         int64_t overlap, const RunConfig& config, const std::string& log_path) {
     auto start_time = std::chrono::steady_clock::now();
+    nn::set_checkpoint_activations(model, config.checkpoint_activations);
     PretrainingReport report;
     report.passages = static_cast<int64_t>(passages.size());
     // Pseudo-queries are queries and the windows passages: the model reads them with its

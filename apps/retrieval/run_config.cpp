@@ -113,6 +113,7 @@ bool same_kind(const nlohmann::json& expected, const nlohmann::json& value) {
     if (expected.is_number()) return value.is_number();
     if (expected.is_string()) return value.is_string();
     if (expected.is_object()) return value.is_object();
+    if (expected.is_boolean()) return value.is_boolean();
     return false;
 }
 
@@ -121,6 +122,7 @@ const char* kind_name(const nlohmann::json& expected) {
     if (expected.is_number_integer()) return "an integer";
     if (expected.is_number()) return "a number";
     if (expected.is_string()) return "a string";
+    if (expected.is_boolean()) return "true or false";
     return "an object";
 }
 
@@ -148,6 +150,7 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
     c.triplet_negatives = json.at("triplet_negatives").get<std::string>();
     c.batch_size = json.at("batch_size").get<int64_t>();
     c.mini_batch_size = json.at("mini_batch_size").get<int64_t>();
+    c.checkpoint_activations = json.at("checkpoint_activations").get<bool>();
     c.max_steps = json.at("max_steps").get<int64_t>();
     c.epochs = json.at("epochs").get<int64_t>();
     c.learning_rate = json.at("learning_rate").get<double>();
@@ -197,6 +200,7 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
         {"triplet_negatives", c.triplet_negatives},
         {"batch_size", c.batch_size},
         {"mini_batch_size", c.mini_batch_size},
+        {"checkpoint_activations", c.checkpoint_activations},
         {"max_steps", c.max_steps},
         {"epochs", c.epochs},
         {"learning_rate", c.learning_rate},
@@ -330,6 +334,9 @@ void RunConfigOptions::add_to(CLI::App& command, const RunConfig& defaults) {
     loss_parameter_option_ = command.add_option("--loss-parameter", loss_parameter_settings_,
                                                 "a loss parameter as key=value (e.g. tau=0.05); repeatable");
     command.add_flag("--no-pretrain", no_pretrain_, "skip corpus pretraining (same as --pretrain-steps 0)");
+    command.add_flag("--checkpoint-activations", checkpoint_activations_, "recompute each encoder layer in the "
+                     "backward instead of keeping its activations: the same gradients bit for bit in less memory, "
+                     "for about a third more compute");
     command.add_flag("--lenient", lenient_, "count and skip the data's bad records instead of stopping at the first");
 }
 
@@ -391,6 +398,7 @@ RunConfig RunConfigOptions::resolve_from(RunConfig config) const {
     }
     apply_run_config_json(config, flags, "command line");
     if (no_pretrain_) config.pretrain_steps = 0;
+    if (checkpoint_activations_) config.checkpoint_activations = true;
     if (lenient_) config.app["lenient"] = true;
     validate_run_config(config);
     return config;

@@ -61,6 +61,10 @@ struct RunConfig {
     // gradient of the whole batch's loss; 0: the whole batch at once. infonce,
     // infonce_symmetric and matryoshka only.
     int64_t mini_batch_size = 0;
+    // Activation checkpointing (nn/checkpoint_activations.h): keep only each encoder layer's
+    // input in the forward and recompute the layer in the backward; the same gradients bit
+    // for bit in about half the activation memory, for about a third more compute.
+    bool checkpoint_activations = false;
     int64_t max_steps = 300;           // the step budget (the run ends sooner only by patience)
     int64_t epochs = 1000;             // upper bound; max_steps usually ends the run first
     double learning_rate = 1e-3;
@@ -133,6 +137,7 @@ private:
     std::vector<std::string> loss_parameter_settings_; // "key=value"
     CLI::Option* loss_parameter_option_ = nullptr;
     bool no_pretrain_ = false;  // --no-pretrain
+    bool checkpoint_activations_ = false;  // --checkpoint-activations
     bool lenient_ = false;      // --lenient: the data's bad records are counted and skipped (app.lenient)
 };
 

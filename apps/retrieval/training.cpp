@@ -17,6 +17,7 @@
 #include "engine/error.h"
 #include "losses/losses.h"
 #include "nn/checkpoint.h"
+#include "nn/checkpoint_activations.h"
 #include "nn/grad_cache.h"
 #include "nn/optimizer.h"
 
@@ -263,6 +264,7 @@ TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokeniz
                                   const data::RetrievalDataset& train, const data::RetrievalDataset& validation,
                                   const RunConfig& config, const RunFiles& files) {
     strategy_for(config.loss);
+    nn::set_checkpoint_activations(model, config.checkpoint_activations);
     const std::map<std::string, std::string> parameters = loss_parameters(config);
     const std::vector<std::vector<int64_t>> hard_negatives = hard_negatives_by_query(train);
     // What runs on one process only, checked once before the first step.
