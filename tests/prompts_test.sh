@@ -144,6 +144,14 @@ if py same "$scratch/prompted.npy" "$scratch/as_passages.npy"; then fail "--prom
 else pass "--prompt passage differs from --prompt query"; fi
 run encode --model "$model" --text "$scratch/texts.txt" --prompt answer --out "$scratch/never.npy"
 expect_one_line_error "--prompt must be query, passage or none, got 'answer'" "$scratch/never.npy" "--prompt answer"
+/usr/bin/python3 - "$scratch/ids.npy" <<'PY'
+import struct, sys
+header = "{'descr': '<i8', 'fortran_order': False, 'shape': (1, 2), }"
+header += " " * (117 - len(header)) + "\n"  # 10 + 118 bytes: the data starts at a multiple of 64
+open(sys.argv[1], "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + struct.pack("<2q", 3, 4))
+PY
+run encode --model "$model" --tokens "$scratch/ids.npy" --prompt query --out "$scratch/never.npy"
+expect_one_line_error "--prompt goes with --text" "$scratch/never.npy" "--prompt with --tokens"
 
 # ---- eval reads with the checkpoint's prompts, or with others given, saying so ----
 cp "$scratch/run/results.json" "$scratch/train_results.json"

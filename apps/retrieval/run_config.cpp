@@ -39,8 +39,9 @@ const std::vector<std::pair<std::string, std::string>>& field_help() {
         {"nhead", "attention heads"},
         {"dim_feedforward", "feed-forward width"},
         {"dropout", "dropout probability while training"},
-        {"max_query_length", "query tokens kept (longer queries are truncated and counted)"},
-        {"max_passage_length", "passage tokens kept (longer passages are truncated and counted)"},
+        {"max_query_length", "query tokens kept, the query prompt's included (longer queries are truncated and counted)"},
+        {"max_passage_length", "passage tokens kept, the passage prompt's included (longer passages are truncated and "
+                               "counted)"},
         {"query_prompt", "text written before every query the model reads, e.g. \"query: \" (its tokens count "
                          "towards --max-query-length); saved in the model, applied by index and search"},
         {"passage_prompt", "text written before every passage the model reads, e.g. \"passage: \" (its tokens count "
