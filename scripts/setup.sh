@@ -17,6 +17,8 @@ packages=(
     doctest-dev libbenchmark-dev python3
     # distributed/ and its tests (mpirun): OpenMPI
     libopenmpi-dev openmpi-bin
+    # python/ (`import nce`) and its pytest suite; the build skips them when absent
+    pybind11-dev python3-dev python3-numpy python3-pytest
 )
 
 say() { echo "setup: $*"; }
