@@ -88,7 +88,9 @@ void bind_var(py::module_& module) {
         .def("__mul__", [](const Var& a, py::handle b) { return is_number(b) ? a * b.cast<double>() : a * var_from_python(b); })
         .def("__rmul__", [](const Var& a, py::handle b) { return is_number(b) ? b.cast<double>() * a : var_from_python(b) * a; })
         .def("__truediv__", [](const Var& a, py::handle b) { return is_number(b) ? a / b.cast<double>() : a / var_from_python(b); })
-        .def("__rtruediv__", [](const Var& a, py::handle b) { return var_from_python(b) / a; })
+        .def("__rtruediv__", [](const Var& a, py::handle b) {
+            return is_number(b) ? pow(a, -1.0) * b.cast<double>() : var_from_python(b) / a;
+        })
         .def("__neg__", [](const Var& a) { return -a; })
         .def("__matmul__", [](const Var& a, py::handle b) { return matmul(a, var_from_python(b)); })
         .def("__rmatmul__", [](const Var& a, py::handle b) { return matmul(var_from_python(b), a); })

@@ -78,6 +78,8 @@ def test_backward_with_an_output_gradient_and_operators():
     assert np.array_equal(y.numpy(), (np.arange(6.0).reshape(2, 3) @ np.ones((3, 2))) * 2.0 - 1.0)
     z = 1.0 - a / 2.0 + (-a)
     assert np.array_equal(np.asarray(z), 1.0 - np.arange(6.0).reshape(2, 3) * 1.5)
+    single = nce.Var(np.array([2.0, 4.0], np.float32))
+    assert np.allclose(np.asarray(1.0 / single), [0.5, 0.25]) and (1.0 / single).dtype == "float32"
 
 
 def test_no_grad_records_no_graph():
