@@ -8,6 +8,8 @@ namespace nce::apps {
 void add_gradcheck_command(CLI::App& app, int& exit_code);
 void add_loss_command(CLI::App& app, int& exit_code);
 void add_explain_command(CLI::App& app, int& exit_code);
+// `nce graph`: a loss's autograd graph as Graphviz DOT.
+void add_graph_command(CLI::App& app, int& exit_code);
 void add_encode_command(CLI::App& app, int& exit_code);
 void add_data_command(CLI::App& app, int& exit_code);
 void add_korquad_command(CLI::App& app, int& exit_code);

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
     nce::apps::add_gradcheck_command(app, exit_code);
     nce::apps::add_loss_command(app, exit_code);
     nce::apps::add_explain_command(app, exit_code);
+    nce::apps::add_graph_command(app, exit_code);
     nce::apps::add_encode_command(app, exit_code);
     nce::apps::add_data_command(app, exit_code);
     nce::apps::add_korquad_command(app, exit_code);

@@ -8,12 +8,16 @@ namespace nce {
 namespace {
 
 thread_local bool grad_mode = true;
+thread_local bool keep_values_mode = false;
 
 }  // namespace
 
 bool grad_enabled() { return grad_mode; }
 NoGradGuard::NoGradGuard() : previous_(grad_mode) { grad_mode = false; }
 NoGradGuard::~NoGradGuard() { grad_mode = previous_; }
+bool keeping_values() { return keep_values_mode; }
+KeepValuesGuard::KeepValuesGuard() : previous_(keep_values_mode) { keep_values_mode = true; }
+KeepValuesGuard::~KeepValuesGuard() { keep_values_mode = previous_; }
 
 Var::Var(Tensor value, bool requires_grad) : value_(std::move(value)) {
     if (requires_grad) {
@@ -21,6 +25,7 @@ Var::Var(Tensor value, bool requires_grad) : value_(std::move(value)) {
         node_ = std::make_shared<Node>();
         node_->op = "leaf";
         node_->leaf_grad = std::make_shared<Tensor>();
+        if (keep_values_mode) node_->value = value_;
     }
 }
 
@@ -33,7 +38,9 @@ Var Var::from_op(std::string op, Tensor value, const std::vector<Var>& inputs, B
     auto node = std::make_shared<Node>();
     node->op = std::move(op);
     node->backward = std::move(backward);
+    if (keep_values_mode) node->value = out.value_;
     for (const Var& input : inputs) {
+        if (keep_values_mode) node->constant_inputs.push_back(input.node_ ? Tensor() : input.value_);
         node->next.push_back(input.node_);
         node->input_shapes.push_back(input.shape());
         node->input_dtypes.push_back(input.dtype());
@@ -121,6 +128,7 @@ void Var::backward(const Tensor& output_grad, bool retain_graph) const {
                 add_inplace(slot, grad);
             continue;
         }
+        if (node->value.defined()) node->grad = grad;  // a node made under KeepValuesGuard shows it
         Grads input_grads(node->next.size());  // all undefined: what a node with no gradient passes on
         if (grad.defined()) {
             NCE_CHECK(!node->freed,

@@ -28,6 +28,11 @@ struct Node {
     BackwardFn backward;                       // empty for a leaf's accumulator node
     std::shared_ptr<Tensor> leaf_grad;         // set for a leaf: where its gradient accumulates
     bool freed = false;                        // the backward closure was released after use
+    // Kept only for a node made while a KeepValuesGuard is alive, to draw the graph with its
+    // numbers (engine/graph_dot.h); undefined otherwise, so a graph holds no extra tensors.
+    Tensor value;                              // the op's output (a leaf's value when it was made)
+    Tensor grad;                               // dL/d(output) that reached this node in the last backward
+    std::vector<Tensor> constant_inputs;       // the value of each input that needs no gradient, by position
 };
 
 class Var {
@@ -82,6 +87,22 @@ public:
     ~NoGradGuard();
     NoGradGuard(const NoGradGuard&) = delete;
     NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+private:
+    bool previous_;
+};
+
+// While one is alive on this thread, every node made records its output value (Node::value)
+// and, in a backward, the gradient reaching it (Node::grad): for drawing a small graph with
+// its numbers (engine/graph_dot.h), not for training (it keeps every intermediate alive).
+bool keeping_values();
+
+class KeepValuesGuard {
+public:
+    KeepValuesGuard();
+    ~KeepValuesGuard();
+    KeepValuesGuard(const KeepValuesGuard&) = delete;
+    KeepValuesGuard& operator=(const KeepValuesGuard&) = delete;
 
 private:
     bool previous_;

@@ -7,6 +7,7 @@
 #include "engine/dtype.h"
 #include "engine/error.h"
 #include "engine/gradcheck.h"
+#include "engine/graph_dot.h"
 #include "engine/npy.h"
 #include "engine/ops.h"
 #include "engine/random.h"
