@@ -44,7 +44,7 @@ void print_tensor(const std::string& header, const Tensor& tensor) {
     int64_t columns = tensor.rank() == 0 ? 1 : tensor.size(-1);
     for (size_t start = 0; start < values.size(); start += static_cast<size_t>(columns)) {
         std::string row = "    ";
-        for (int64_t k = 0; k < columns; ++k) row += fmt::format("{:>11}", entry(values[start + k]));
+        for (int64_t k = 0; k < columns; ++k) row += fmt::format(" {:>10}", entry(values[start + k]));  // a space even past 10 characters
         fmt::print("{}\n", row);
     }
 }
@@ -85,8 +85,12 @@ int run_op(const worked_examples::OpWorkedExample& example) {
     for (const worked_examples::ExampleStep& step : run.steps)
         print_tensor(fmt::format("{} = {}", step.name, step.formula), step.value);
     fmt::print("\noutput\n");
-    print_tensor("Y", run.output);
-    if (example.upstream.defined()) fmt::print("  L = sum(W ⊙ Y) = {}\n", number(run.loss));
+    if (example.upstream.defined()) {
+        print_tensor("Y", run.output);
+        fmt::print("  L = sum(W ⊙ Y) = {}\n", number(run.loss));
+    } else {
+        print_tensor("L", run.output);  // a scalar output is the L the example differentiates
+    }
     fmt::print("\ngradients from the backward\n");
     for (const auto& [input, gradient] : run.gradients) print_tensor("dL/d" + input, gradient);
 

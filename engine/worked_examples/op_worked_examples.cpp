@@ -7,12 +7,24 @@ namespace nce::worked_examples {
 OpWorkedExample matmul_worked_example();
 OpWorkedExample matmul_transposed_worked_example();
 OpWorkedExample matmul_broadcast_worked_example();
+OpWorkedExample softmax_worked_example();
+OpWorkedExample log_softmax_worked_example();
+OpWorkedExample cross_entropy_worked_example();
+OpWorkedExample layer_norm_worked_example();
+OpWorkedExample gelu_worked_example();
+OpWorkedExample gelu_tanh_worked_example();
 
 const std::vector<OpWorkedExample>& op_worked_examples() {
     static const std::vector<OpWorkedExample> examples = {
         matmul_worked_example(),
         matmul_transposed_worked_example(),
         matmul_broadcast_worked_example(),
+        softmax_worked_example(),
+        log_softmax_worked_example(),
+        cross_entropy_worked_example(),
+        layer_norm_worked_example(),
+        gelu_worked_example(),
+        gelu_tanh_worked_example(),
     };
     return examples;
 }
