@@ -13,6 +13,17 @@ OpWorkedExample cross_entropy_worked_example();
 OpWorkedExample layer_norm_worked_example();
 OpWorkedExample gelu_worked_example();
 OpWorkedExample gelu_tanh_worked_example();
+OpWorkedExample masked_mean_pool_worked_example();
+OpWorkedExample l2_normalize_worked_example();
+OpWorkedExample l2_normalize_eps_worked_example();
+OpWorkedExample attention_worked_example();
+OpWorkedExample packed_attention_worked_example();
+OpWorkedExample dropout_worked_example();
+OpWorkedExample sum_worked_example();
+OpWorkedExample mean_worked_example();
+OpWorkedExample max_worked_example();
+OpWorkedExample broadcast_add_worked_example();
+OpWorkedExample broadcast_mul_worked_example();
 
 const std::vector<OpWorkedExample>& op_worked_examples() {
     static const std::vector<OpWorkedExample> examples = {
@@ -25,6 +36,17 @@ const std::vector<OpWorkedExample>& op_worked_examples() {
         layer_norm_worked_example(),
         gelu_worked_example(),
         gelu_tanh_worked_example(),
+        masked_mean_pool_worked_example(),
+        l2_normalize_worked_example(),
+        l2_normalize_eps_worked_example(),
+        attention_worked_example(),
+        packed_attention_worked_example(),
+        dropout_worked_example(),
+        sum_worked_example(),
+        mean_worked_example(),
+        max_worked_example(),
+        broadcast_add_worked_example(),
+        broadcast_mul_worked_example(),
     };
     return examples;
 }
