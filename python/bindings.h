@@ -17,5 +17,6 @@ void bind_check_backward(py::module_& module);  // check_backward_bindings.cpp: 
 void bind_models(py::module_& module);          // models_bindings.cpp: models, checkpoints, optimizers
 void bind_tokenizer(py::module_& module);       // tokenizer_bindings.cpp: nce.Tokenizer
 void bind_search(py::module_& module);          // search_bindings.cpp: BM25, FAISS, metrics, passage index
+void bind_graph(py::module_& module);           // graph_bindings.cpp: nce.to_dot, nce.keep_values
 
 }  // namespace nce::python

@@ -19,4 +19,5 @@ PYBIND11_MODULE(nce, module) {
     bind_models(module);
     bind_tokenizer(module);
     bind_search(module);
+    bind_graph(module);
 }
