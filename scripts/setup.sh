@@ -19,6 +19,8 @@ packages=(
     libopenmpi-dev openmpi-bin
     # python/ (`import nce`) and its pytest suite; the build skips them when absent
     pybind11-dev python3-dev python3-numpy python3-pytest
+    # docs/notebooks/ and the test that runs them (skipped without them)
+    python3-nbformat python3-nbclient python3-ipykernel
     # tests only: graph-cli renders `nce graph`'s DOT with dot -Tsvg (skipped without it)
     graphviz
 )
