@@ -25,6 +25,7 @@
 #include "apps/commands.h"
 #include "apps/retrieval/run_config.h"
 #include "data/codesearchnet_reader.h"
+#include "data/csv_field.h"
 #include "data/dataset.h"
 #include "data/korquad_reader.h"
 #include "data/python_miner.h"
@@ -136,23 +137,13 @@ int run_sample(const DataOptionsCli& options) {
     return 0;
 }
 
-// One CSV field, quoted as RFC 4180 says: inside quotes, a quote is doubled.
-std::string csv_field(const std::string& text) {
-    std::string quoted = "\"";
-    for (char c : text) {
-        if (c == '"') quoted += '"';
-        quoted += c;
-    }
-    return quoted + "\"";
-}
-
 // query_id, anchor, positive: one row per relevant passage of each query.
 std::string pairs_csv(const RetrievalDataset& dataset) {
     std::string text = "query_id,anchor,positive\n";
     for (const data::Relevance& relevance : dataset.relevance) {
         const data::Query& query = dataset.queries[static_cast<size_t>(relevance.query)];
         const data::Passage& passage = dataset.passages[static_cast<size_t>(relevance.passage)];
-        text += csv_field(query.id) + "," + csv_field(query.text) + "," + csv_field(passage.text) + "\n";
+        text += data::csv_field(query.id) + "," + data::csv_field(query.text) + "," + data::csv_field(passage.text) + "\n";
     }
     return text;
 }

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "data/csv_field.h"
 #include "data/text_cleaning.h"
 #include "engine/error.h"
 #include "engine/threads.h"
@@ -29,16 +30,6 @@ std::optional<int64_t> whole_number(std::string_view text) {
 
 bool contains(const std::vector<int64_t>& sorted, int64_t value) {
     return std::binary_search(sorted.begin(), sorted.end(), value);
-}
-
-// One CSV field: quoted, a quote inside doubled (RFC 4180).
-std::string csv_field(const std::string& text) {
-    std::string quoted = "\"";
-    for (char c : text) {
-        if (c == '"') quoted += '"';
-        quoted += c;
-    }
-    return quoted + "\"";
 }
 
 }  // namespace
@@ -286,10 +277,10 @@ std::string mined_pairs_csv(const MiningInput& input, const MiningResult& result
         if (static_cast<int64_t>(mined.negatives.size()) != negatives_per_query) continue;
         const MiningQuery& query = input.queries[q];
         std::string negatives;
-        for (int64_t negative : mined.negatives) negatives += "," + csv_field(input.candidates[static_cast<size_t>(negative)]);
+        for (int64_t negative : mined.negatives) negatives += "," + data::csv_field(input.candidates[static_cast<size_t>(negative)]);
         for (int64_t positive : query.positives) {
-            if (input.has_query_id) text += csv_field(query.query_id) + ",";
-            text += csv_field(query.anchor) + "," + csv_field(input.candidates[static_cast<size_t>(positive)]) +
+            if (input.has_query_id) text += data::csv_field(query.query_id) + ",";
+            text += data::csv_field(query.anchor) + "," + data::csv_field(input.candidates[static_cast<size_t>(positive)]) +
                     negatives + "\n";
         }
     }
