@@ -8,7 +8,8 @@ Each notebook runs in a fresh kernel (this Python's ipykernel) with its own fold
 working directory; a cell that raises (every check in them is an assert) fails the run, naming
 the notebook and the cell. Without --write, files the notebooks draw go to a temporary folder
 (NCE_NOTEBOOK_OUT) and the stored notebooks are only read: the run also fails when a stored
-notebook has a code cell without outputs, since the notebooks are kept executed for readers.
+notebook has a code cell that was not executed or shows an error, since the notebooks are kept
+executed for readers.
 With --write the executed notebooks, and what they draw, are written back into the folder.
 
 Exit 77 (meson's "skipped") with a message when nbformat, nbclient, ipykernel or the nce
@@ -16,6 +17,7 @@ module is missing.
 """
 import argparse
 import os
+import re
 import sys
 import tempfile
 import time
@@ -58,7 +60,7 @@ def error_outputs(notebook):
 
 def unexecuted_cells(notebook):
     return [number for number, cell in enumerate(notebook.cells)
-            if cell.cell_type == "code" and cell.source.strip() and not cell.get("outputs")]
+            if cell.cell_type == "code" and cell.source.strip() and cell.get("execution_count") is None]
 
 
 def run(name, write, timeout):
@@ -71,17 +73,17 @@ def run(name, write, timeout):
     problems = []
     if not write:
         problems += [f"stored cell {number} has an error output ({line})" for number, line in error_outputs(notebook)]
-        problems += [f"stored cell {number} has no outputs: store the notebook executed "
+        problems += [f"stored cell {number} was not executed: store the notebook executed "
                      f"(run_notebooks.py --write)" for number in unexecuted_cells(notebook)]
     # Python's own kernel (this interpreter), whatever the stored metadata names.
-    client = NotebookClient(notebook, timeout=timeout, kernel_name="python3", allow_errors=False, record_timing=False,
-                            resources={"metadata": {"path": HERE}})
+    client = NotebookClient(notebook, timeout=timeout, kernel_name="python3", allow_errors=False,
+                            record_timing=False, resources={"metadata": {"path": HERE}})
     started = time.monotonic()
     try:
         client.execute()
     except CellExecutionError as error:
-        first_lines = "\n".join(str(error).strip().splitlines()[-6:])
-        problems.append(f"a cell raised:\n{first_lines}")
+        text = re.sub(r"\x1b\[[0-9;]*m", "", str(error))  # IPython's colours
+        problems.append("a cell raised:\n" + "\n".join(text.strip().splitlines()[-6:]))
     seconds = time.monotonic() - started
     if write and not problems:
         notebook.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python",
