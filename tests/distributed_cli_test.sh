@@ -82,6 +82,40 @@ else
     fi
 fi
 
+# 2b. nce train on pairs with a negative column, one process and two: the negatives of the
+#     whole batch are sliced over the processes and gathered after the positives, so every
+#     step's loss agrees with one process's.
+/usr/bin/python3 - "$scratch/pairs.jsonl" <<'PY'
+import json, random, sys
+rng = random.Random(5)
+words = ["amber", "basil", "cedar", "delta", "ember", "fjord", "grove", "haven", "ivory", "jolly"]
+topics = [f"{a} {b}" for a in words for b in words if a != b][:48]
+with open(sys.argv[1], "w") as out:
+    for topic in topics:
+        other = rng.choice([t for t in topics if t != topic])
+        out.write(json.dumps({"anchor": f"what is the {topic}", "positive": f"the {topic} is a place by the sea",
+                              "negative": f"the {other} is a place by the sea"}) + "\n")
+PY
+pairs=(train --train "$scratch/pairs.jsonl" --max-steps 3 --warmup-steps 1 --evaluate-every 0 --no-pretrain
+    --batch-size 8 --vocab-size 128 --d-model 32 --nhead 2 --dim-feedforward 64 --num-layers 1 --dropout 0)
+timeout 240 "$nce" "${pairs[@]}" --output "$scratch/pairs_one" >"$scratch/pairs_one.out" 2>&1
+status_one=$?
+"${mpirun_two[@]}" "$nce" "${pairs[@]}" --output "$scratch/pairs_two" >"$scratch/pairs_two.out" 2>&1
+status_two=$?
+if [[ $status_one -ne 0 || $status_two -ne 0 ]]; then
+    fail "train with negatives: exit $status_one (one process), $status_two (two): $(tail -c 1500 "$scratch/pairs_two.out")"
+else
+    paste <(losses "$scratch/pairs_one/train_log.jsonl") <(losses "$scratch/pairs_two/train_log.jsonl") \
+        >"$scratch/pairs_losses"
+    steps=$(wc -l <"$scratch/pairs_losses")
+    if [[ $steps -eq 3 ]] && awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > 1e-5 * ($1 < 0 ? -$1 : $1) + 1e-6) bad = 1 }
+                                    END { exit bad }' "$scratch/pairs_losses"; then
+        pass "train with negatives: the 3 steps' losses on 2 processes equal one process's ($(paste -sd' ' "$scratch/pairs_losses"))"
+    else
+        fail "train with negatives: losses differ (one process, two): $(paste -sd' ' "$scratch/pairs_losses")"
+    fi
+fi
+
 # 3. A failing command on two processes ends both, with the message, and a non-zero exit.
 "${mpirun_two[@]}" "$nce" loss infonce --inputs "$scratch/no-such-folder" --out "$scratch/out-folder" \
     >"$scratch/out" 2>&1

@@ -120,10 +120,13 @@ std::vector<std::string> as_passages(const nn::EmbeddingModel& model, std::vecto
 // Under `mpirun -np K` (distributed/): this process embeds its slice of the batch's rows and
 // the distributed loss gathers the other processes' embeddings, so every row of the batch
 // is a negative for every other, as on one process; the value is this process's share.
-// The in-batch losses infonce and infonce_symmetric run this way.
+// The in-batch losses infonce and infonce_symmetric run this way. The data's hard negatives
+// of the whole batch are one list on every process; each embeds its slice of it, and the
+// loss gathers them after every process's positives, as one process stacks [P; negatives].
 Var distributed_batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, const data::Batch& batch,
-                           const data::RetrievalDataset& train, const RunConfig& config,
-                           const std::map<std::string, std::string>& parameters, Generator& generator) {
+                           const data::RetrievalDataset& train, const std::vector<std::vector<int64_t>>& hard_negatives,
+                           const RunConfig& config, const std::map<std::string, std::string>& parameters,
+                           Generator& generator) {
     const std::string& loss = config.loss;
     NCE_CHECK(loss == "infonce" || loss == "infonce_symmetric",
               "training: loss {} does not run on several processes; use infonce or infonce_symmetric, or run one "
@@ -134,9 +137,18 @@ Var distributed_batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tok
                   generator);
     Var p = embed(model, tokenizer, as_passages(model, data::passage_texts(local, train)), config.max_passage_length,
                   generator);
+    Var negatives;  // undefined on every process when the batch has none
+    std::vector<std::string> negative_texts = batch_hard_negative_texts(batch, train, hard_negatives);
+    if (!negative_texts.empty()) {
+        std::vector<std::string> local_negatives = distributed::local_slice(negative_texts);
+        negatives = local_negatives.empty()
+                        ? Var(Tensor::zeros({0, p.value().size(1)}, p.value().dtype()))  // [0, d]: fewer than processes
+                        : embed(model, tokenizer, as_passages(model, std::move(local_negatives)),
+                                config.max_passage_length, generator);
+    }
     double tau = number(parameters, "tau", loss);
-    return loss == "infonce" ? distributed::infonce(q, p, Var(), Var(), tau)
-                             : distributed::infonce_symmetric(q, p, Var(), Var(), tau);
+    return loss == "infonce" ? distributed::infonce(q, p, negatives, Var(), tau)
+                             : distributed::infonce_symmetric(q, p, negatives, Var(), tau);
 }
 
 // The losses over (q, p) with in-batch negatives and optional extra negatives: infonce,
@@ -173,7 +185,7 @@ Var batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, cons
                const RunConfig& config, const std::map<std::string, std::string>& parameters, Generator& generator) {
     const std::string& loss = config.loss;
     if (distributed::world().size() > 1)
-        return distributed_batch_loss(model, tokenizer, batch, train, config, parameters, generator);
+        return distributed_batch_loss(model, tokenizer, batch, train, hard_negatives, config, parameters, generator);
     auto p_of = [&] {
         return embed(model, tokenizer, as_passages(model, data::passage_texts(batch, train)), config.max_passage_length,
                      generator);
@@ -273,8 +285,6 @@ TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokeniz
     const bool several_processes = distributed::world().size() > 1;
     NCE_CHECK(!several_processes || config.mini_batch_size == 0, "training: --mini-batch-size (GradCache) runs on one "
               "process; under mpirun each process already embeds only its slice of the batch: drop it");
-    NCE_CHECK(!several_processes || !marks_hard_negatives, "training: the data's hard negatives (negative columns) are "
-              "used on one process only; run without mpirun, or drop the negative columns");
     NCE_CHECK(config.mini_batch_size == 0 || !marks_hard_negatives, "training: --mini-batch-size (GradCache) caches "
               "queries and positives only, and the data marks hard negatives; drop --mini-batch-size or the negative "
               "columns");
