@@ -8,8 +8,15 @@
 
 namespace nce {
 
+namespace {
+
+void* aligned_host_allocate(std::size_t bytes) { return std::aligned_alloc(64, bytes); }
+void host_free(void* pointer) { std::free(pointer); }
+
+}  // namespace
+
 CachingAllocator& CachingAllocator::host() {
-    static CachingAllocator* allocator = new CachingAllocator();  // lives until exit
+    static CachingAllocator* allocator = new CachingAllocator({aligned_host_allocate, host_free});  // lives until exit
     return *allocator;
 }
 
@@ -40,11 +47,11 @@ void* CachingAllocator::allocate(std::size_t bytes) {
     // aligned_alloc wants a size that is a multiple of the alignment; the classes below 256
     // bytes (80, 96, 112, 160, 224) are not, so ask for the next multiple of 64.
     std::size_t aligned_bytes = (rounded + 63) / 64 * 64;
-    void* pointer = std::aligned_alloc(64, aligned_bytes);
+    void* pointer = system_.allocate(aligned_bytes);
     if (pointer == nullptr) {
         // Give the cache back to the system and try once more before giving up.
         empty_cache();
-        pointer = std::aligned_alloc(64, aligned_bytes);
+        pointer = system_.allocate(aligned_bytes);
     }
     if (pointer == nullptr) {
         std::lock_guard lock(mutex_);
@@ -76,7 +83,7 @@ void CachingAllocator::reset_peak() {
 void CachingAllocator::empty_cache() {
     std::lock_guard lock(mutex_);
     for (auto& [size, pointers] : free_lists_)
-        for (void* pointer : pointers) std::free(pointer);
+        for (void* pointer : pointers) system_.free(pointer);
     free_lists_.clear();
     stats_.bytes_cached = 0;
 }

@@ -4,7 +4,10 @@
 // runs at about 2.3 GB/s against 33 GB/s for memory already touched).
 //
 // Size classes: four per power of two (1, 1.25, 1.5, 1.75 times 2^k), at least 64 bytes, so
-// a buffer wastes under a quarter of its size. Buffers are 64-byte aligned.
+// a buffer wastes under a quarter of its size. Host buffers are 64-byte aligned.
+//
+// The same class serves device memory: it is built over the device's own two calls
+// (engine/cuda/ passes cudaMalloc and cudaFree), and only those differ.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -24,6 +27,14 @@ struct AllocatorStats {
 
 class CachingAllocator {
 public:
+    // Where fresh memory comes from: `allocate` returns nullptr when the system is out of
+    // memory (bytes is a multiple of 64); `free` takes back what `allocate` gave.
+    struct System {
+        void* (*allocate)(std::size_t bytes);
+        void (*free)(void* pointer);
+    };
+    explicit CachingAllocator(System system) : system_(system) {}
+
     // The process-wide allocator for host memory.
     static CachingAllocator& host();
 
@@ -40,6 +51,7 @@ public:
     ~CachingAllocator();
 
 private:
+    System system_;
     mutable std::mutex mutex_;
     std::map<std::size_t, std::vector<void*>> free_lists_;
     AllocatorStats stats_;

@@ -9,6 +9,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "engine/tensor.h"
@@ -132,5 +133,8 @@ Backend& backend_for(Device device);
 
 // Registers a backend at start-up (the CUDA backend calls this when the build has it).
 void register_backend(Device device, Backend* backend);
+// Says why `device` has no backend (a build with CUDA on a machine without a GPU): the
+// one-line error backend_for gives then names this reason instead of the rebuild advice.
+void mark_backend_unavailable(Device device, std::string reason);
 
 }  // namespace nce

@@ -19,16 +19,30 @@ std::array<Backend*, 2>& registry() {
     return backends;
 }
 
+// Why a device has no backend, when something said so (mark_backend_unavailable).
+std::array<std::string, 2>& unavailable_reasons() {
+    static std::array<std::string, 2> reasons;
+    return reasons;
+}
+
 }  // namespace
 
 Backend& backend_for(Device device) {
     Backend* backend = registry()[static_cast<size_t>(device)];
-    NCE_CHECK(backend != nullptr, "no {} backend in this build: rebuild with -Dcuda=enabled on a machine with the CUDA toolkit",
-              device_name(device));
+    if (backend == nullptr) {
+        const std::string& reason = unavailable_reasons()[static_cast<size_t>(device)];
+        NCE_CHECK(reason.empty(), "no {} device: {}", device_name(device), reason);
+        fail("no {} backend in this build: rebuild with -Dcuda=enabled on a machine with the CUDA toolkit",
+             device_name(device));
+    }
     return *backend;
 }
 
 void register_backend(Device device, Backend* backend) { registry()[static_cast<size_t>(device)] = backend; }
+
+void mark_backend_unavailable(Device device, std::string reason) {
+    unavailable_reasons()[static_cast<size_t>(device)] = std::move(reason);
+}
 
 namespace cpu {
 

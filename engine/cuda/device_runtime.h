@@ -1,0 +1,24 @@
+// The device's runtime as the backend needs it: memory's two calls, copies, and whether a
+// device is there at all. device_runtime_cuda.cu implements it over the CUDA runtime;
+// device_runtime_host_run.cpp over host memory (the "device" is this process's heap).
+#pragma once
+#include <cstddef>
+#include <string>
+
+namespace nce::cuda::runtime {
+
+// Fresh device memory (cudaMalloc; never managed memory), nullptr when out of memory.
+void* allocate(std::size_t bytes);
+void release(void* pointer);
+
+enum class CopyKind { HostToDevice, DeviceToHost, DeviceToDevice };
+// Copies `bytes` and returns when they are in place (after every kernel launched before).
+void copy(void* dst, const void* src, std::size_t bytes, CopyKind kind);
+
+// Empty when a device can be used; otherwise one line saying why not.
+std::string unavailable_reason();
+
+// "cuda" for the real backend, "host-run" for the host-run build (named in test output).
+const char* build_kind();
+
+}  // namespace nce::cuda::runtime
