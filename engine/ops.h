@@ -13,6 +13,10 @@ namespace nce {
 // a [m,k] · b [k,n], or batched [batch,m,k] (a 2-D side is shared by the batch).
 Var matmul(const Var& a, const Var& b, Transpose transpose = Transpose::None);
 
+// ---- to_device.cpp ----
+// x on `device` (x itself when it is there already); the gradient goes back to x's device.
+Var to(const Var& x, Device device);
+
 // ---- packed_attention.cpp ----
 // Multi-head self-attention on packed projections qkv [B, T, 3D] -> [B, T, D] (the heads
 // side by side, before the output projection), with dropout p on the probabilities when

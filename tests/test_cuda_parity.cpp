@@ -215,3 +215,15 @@ TEST_CASE("cuda parity: matmul in every form, forward and backward") {
                           [t = form.transpose](const std::vector<Var>& v, Device) { return matmul(v[0], v[1], t); },
                           {parity_values(form.a, 20), parity_values(form.b, 21)});
 }
+
+TEST_CASE("cuda parity: to(Var, Device) moves values there and gradients back") {
+    const Tensor x = parity_values({3, 4}, 22);
+    Var leaf = Var::parameter(x.clone());
+    Var on_device = to(leaf, Device::CUDA);
+    CHECK(on_device.value().device() == Device::CUDA);
+    CHECK(to(on_device, Device::CUDA).node() == on_device.node());  // already there: the same Var
+    Var loss = sum(to(on_device * on_device, Device::CPU));
+    loss.backward();
+    REQUIRE(leaf.grad().device() == Device::CPU);
+    CHECK(allclose(leaf.grad(), x * 2.0, 1e-15, 0));
+}
