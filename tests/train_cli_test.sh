@@ -102,6 +102,8 @@ expect_in "$card" "^\| BM25 \(whitespace\) \|" "the model card's table has BM25"
 expect_in "$card" "metrics.svg" "the model card shows the metric bars"
 expect_in "$card" "training_curves.svg" "the model card shows the curves"
 expect_in "$card" "nce encode --model .*/model.safetensors" "the model card says how to use the model"
+expect_in "$card" "^nce train search --output .*/run \"your question\"" "the model card says how to search with the run"
+expect_in "$card" "nce.load_model\\(\".*/run/model.safetensors\"\\)" "the model card says how to load the model from Python"
 expect_in "$scratch/run/results.json" "\"corpus\": \".*corpus.txt\"" "results.json names the corpus"
 
 # ---- nce encode --text: the trained model embeds texts with the tokenizer beside it ----

@@ -109,15 +109,17 @@ std::string model_card_markdown(const std::string& command, const RunConfig& con
                             "# one text per line -> unit vectors\n",
                             config.output);
     }
-    if (command != "nce train") {
-        card += fmt::format("{0} eval --output {1}                              # the table again\n", command,
-                            config.output);
-        card += fmt::format("{0} index --output {1}                             # a FAISS index of every passage\n",
-                            command, config.output);
-        card += fmt::format("{0} search --output {1} \"your question\"            # the nearest passages\n", command,
-                            config.output);
-    }
+    card += fmt::format("{0} eval --output {1}                              # the table again\n", command,
+                        config.output);
+    card += fmt::format("{0} index --output {1}                             # a FAISS index of every passage\n",
+                        command, config.output);
+    card += fmt::format("{0} search --output {1} \"your question\"            # the nearest passages\n", command,
+                        config.output);
     card += "```\n\n";
+    card += fmt::format("From Python (`import nce`, README \"From Python\"): `model = nce.load_model(\"{0}/model.safetensors\")`, "
+                        "`tokenizer = nce.Tokenizer(\"{0}/tokenizer.model\")`, then `model.embed(tokenizer, texts{1})` "
+                        "gives one unit vector per text as a NumPy array.\n",
+                        config.output, prompted ? ", prompt=\"query\"" : "");
     card += "From C++: `nn::load_model(\"model.safetensors\")` gives the model, `data::Tokenizer::load(\"tokenizer.model\")` "
             "its tokenizer; `model->encode(ids, mask)` returns one unit vector per text (see nn/model.h).\n";
     if (prompted)
