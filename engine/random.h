@@ -4,37 +4,51 @@
 // the two with SplitMix64's finaliser. Nothing depends on which thread or device computes a
 // draw, so the same seed gives bit-identical tensors for any thread count, on CPU and GPU.
 // Each fill consumes a block of counters and moves the generator's offset past it.
+// The draws (random_bits) are NCE_HOST_DEVICE: the CUDA backend's kernels call these same
+// functions, so a draw is one piece of code on both backends.
 #pragma once
+#include <math.h>
+
 #include <cmath>
 #include <cstdint>
 
 #include "engine/backend.h"
+#include "engine/cuda/host_device.h"
 #include "engine/tensor.h"
 
 namespace nce {
 
 namespace random_bits {
 
-inline uint64_t mix(uint64_t z) {
+NCE_HOST_DEVICE inline uint64_t mix(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
 }
 
-inline uint64_t bits(uint64_t seed, uint64_t counter) {
+NCE_HOST_DEVICE inline uint64_t bits(uint64_t seed, uint64_t counter) {
     return mix(mix(seed + 0x9e3779b97f4a7c15ULL) ^ (counter * 0xd1b54a32d192ed03ULL + 0x8cb92ba72f3d8dd7ULL));
 }
 
 // Uniform in [0, 1) with 53 random bits.
-inline double uniform(uint64_t seed, uint64_t counter) {
+NCE_HOST_DEVICE inline double uniform(uint64_t seed, uint64_t counter) {
     return static_cast<double>(bits(seed, counter) >> 11) * 0x1.0p-53;
 }
 
-// Standard normal by Box-Muller on two uniforms drawn from counters 2k and 2k+1.
-inline double normal(uint64_t seed, uint64_t counter) {
+// Standard normal by Box-Muller on two uniforms drawn from counters 2k and 2k+1 (the C
+// library's sqrt, log and cos, which device code has under the same names).
+NCE_HOST_DEVICE inline double normal(uint64_t seed, uint64_t counter) {
     double u1 = 1.0 - uniform(seed, 2 * counter);  // (0, 1]: log is finite
     double u2 = uniform(seed, 2 * counter + 1);
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+    return ::sqrt(-2.0 * ::log(u1)) * ::cos(6.283185307179586 * u2);
+}
+
+// Bernoulli element `element` of a fill at `offset` (see Generator::bernoulli): the high
+// half of draw offset + element/2 for an even element, the low half for an odd one, kept
+// when below threshold = ceil(probability · 2^32).
+NCE_HOST_DEVICE inline bool bernoulli_kept(uint64_t seed, uint64_t offset, uint64_t element, uint64_t threshold) {
+    const uint64_t draw = bits(seed, offset + element / 2);
+    return (element % 2 == 0 ? draw >> 32 : draw & 0xffffffffULL) < threshold;
 }
 
 }  // namespace random_bits

@@ -51,13 +51,14 @@ TEST_CASE("cuda parity: copies to the device and back are exact, in and across d
     CHECK(Tensor::empty({0, 3}, Dtype::Float64, Device::CUDA).to(Device::CPU).numel() == 0);
 }
 
-TEST_CASE("cuda parity: the backend refuses a tensor on the wrong device, and unwritten kernels say so") {
+TEST_CASE("cuda parity: the backend refuses a tensor on the wrong device") {
     const Tensor host = parity_values({2, 3}, 2);
     Tensor out = Tensor::empty({2, 3}, Dtype::Float64, Device::CUDA);
     CHECK_ERROR_MENTIONS(backend_for(Device::CUDA).unary(UnaryOp::Exp, host, out), "not cuda");
     CHECK_ERROR_MENTIONS(add(host, host.to(Device::CUDA)), "different devices");
     CHECK_ERROR_MENTIONS(host.to(Device::CUDA).data<double>(), "to(Device::CPU)");
-    CHECK_ERROR_MENTIONS(softmax(host.to(Device::CUDA)), "not yet implemented on CUDA");
+    Tensor probabilities = Tensor::empty({2, 3}, Dtype::Float64, Device::CUDA);
+    CHECK_ERROR_MENTIONS(backend_for(Device::CUDA).softmax_last_axis(host, probabilities, false), "not cuda");
 }
 
 TEST_CASE("cuda parity: the device allocator reuses a released buffer of the same size class") {
@@ -75,7 +76,7 @@ TEST_CASE("cuda parity: unary ops, forward and backward") {
     check_parity_both("exp", one(nce::exp), {x});
     check_parity_both("tanh", one(nce::tanh), {x});
     check_parity_both("sigmoid", one(nce::sigmoid), {x});
-    // relu's backward needs keep_where, still to be written for CUDA: its forward is below.
+    check_parity_both("relu", one(nce::relu), {x});
     check_parity_both("neg", [](const std::vector<Var>& v, Device) { return -v[0]; }, {x});
     check_parity_both("log", one(nce::log), {positive});
     check_parity_both("sqrt", one(nce::sqrt), {positive});
@@ -148,8 +149,7 @@ TEST_CASE("cuda parity: reductions, forward and backward, first maximum on ties"
                               {x});
             check_parity_both("mean" + at,
                               [=](const std::vector<Var>& v, Device) { return mean(v[0], axis, keepdim); }, {x});
-            // max's backward needs scatter_add, still to be written for CUDA: the forward and
-            // the argmax are checked here.
+            // The forward and the argmax on ties (the backward: tests/test_cuda_parity_ops.cpp).
             check_tensor_parity("max" + at, [=](const std::vector<Tensor>& t) { return max(t[0], axis, keepdim).values; },
                                 {tied_values({3, 4, 5}, 12)});
             check_tensor_parity("argmax" + at, [=](const std::vector<Tensor>& t) { return max(t[0], axis).indices; },

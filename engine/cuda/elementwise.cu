@@ -1,4 +1,4 @@
-// Elementwise kernels: unary maps, broadcasting binary ops, scalar ops.
+// Elementwise kernels: unary maps, broadcasting binary ops, scalar ops, keep_where.
 #include <cmath>
 #include <limits>
 
@@ -50,6 +50,21 @@ void CudaBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& 
         using T = decltype(zero);
         launch(out.numel(), BroadcastBinaryBody<T>{op, device_data<T>(a, "binary op"), device_data<T>(b, "binary op"),
                                                    device_data<T>(out, "binary op"), layout});
+    });
+}
+
+void CudaBackend::keep_where(const Tensor& x, const Tensor& keep, double fill, Tensor& out) {
+    const Shape& shape = out.shape();
+    const int rank = static_cast<int>(shape.size());
+    NCE_CHECK(rank <= kMaxRank, "keep_where: rank {} is above the CUDA backend's {}", rank, kMaxRank);
+    BroadcastLayout layout;
+    layout.rank = rank;
+    for (int axis = 0; axis < rank; ++axis) layout.sizes[axis] = shape[axis];
+    broadcast_strides(keep.shape(), rank, layout.a_strides);
+    dispatch_floating(x.dtype(), "keep_where", [&](auto zero) {
+        using T = decltype(zero);
+        launch(out.numel(), KeepWhereBody<T>{device_data<T>(x, "keep_where"), device_data<T>(keep, "keep_where"),
+                                             static_cast<T>(fill), device_data<T>(out, "keep_where"), layout});
     });
 }
 

@@ -113,4 +113,23 @@ struct BroadcastBinaryBody {
     }
 };
 
+// out[i] = keep[offset_keep(i)] != 0 ? x[i] : fill, keep broadcast to out's shape (the
+// layout's a_strides are keep's). A select, not x · keep: x may hold ±inf where keep is 0.
+template <typename T>
+struct KeepWhereBody {
+    const T* x;
+    const T* keep;
+    T fill;
+    T* out;
+    BroadcastLayout layout;
+    NCE_HOST_DEVICE void operator()(int64_t i) const {
+        int64_t keep_offset = 0, rest = i;
+        for (int axis = layout.rank - 1; axis >= 0; --axis) {
+            keep_offset += (rest % layout.sizes[axis]) * layout.a_strides[axis];
+            rest /= layout.sizes[axis];
+        }
+        out[i] = keep[keep_offset] != T(0) ? x[i] : fill;
+    }
+};
+
 }  // namespace nce::cuda
