@@ -42,11 +42,11 @@ Var ntxent(const Var& z, const Var& log_tau, double tau, bool mask_self) {
 
     Tensor similarities = matmul(z.value(), z.value(), Transpose::Second);  // S [2B, 2B]
     Tensor logits = similarities / temperature.tau;                          // l [2B, 2B]
-    if (mask_self) logits = keep_where(logits, off_diagonal_mask(2 * B, z.dtype()), -INFINITY);
+    if (mask_self) logits = keep_where(logits, off_diagonal_mask(2 * B, z.dtype()).to(z.value().device()), -INFINITY);
     std::vector<int64_t> positive_column(2 * B);
     for (int64_t i = 0; i < 2 * B; ++i) positive_column[i] = (i + B) % (2 * B);
     SoftmaxCrossEntropy rows = softmax_cross_entropy_rows(logits, positive_column);
-    Tensor loss = Tensor::scalar(rows.loss_sum / (2.0 * B), z.dtype());
+    Tensor loss = Tensor::scalar(rows.loss_sum / (2.0 * B), z.dtype()).to(z.value().device());
 
     Tensor G = rows.probabilities_minus_targets / (2.0 * B);  // dL/dl [2B, 2B]
     Tensor dloss_dlog_tau;  // at dy = 1; stays undefined for a fixed tau

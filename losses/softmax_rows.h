@@ -35,8 +35,10 @@ inline SoftmaxCrossEntropy softmax_cross_entropy_rows(const Tensor& logits, cons
     int64_t rows = logits.size(0), columns = logits.size(1);
     Tensor log_probabilities = log_softmax(logits);  // [R, C]
     SoftmaxCrossEntropy result;
-    for (int64_t i = 0; i < rows; ++i) result.loss_sum -= log_probabilities.at(i * columns + targets[i]);
-    result.probabilities_minus_targets = exp(log_probabilities) - one_hot_rows(targets, columns, logits.dtype());
+    const Tensor host_log_probabilities = log_probabilities.to(Device::CPU);  // itself on the CPU
+    for (int64_t i = 0; i < rows; ++i) result.loss_sum -= host_log_probabilities.at(i * columns + targets[i]);
+    result.probabilities_minus_targets =
+        exp(log_probabilities) - one_hot_rows(targets, columns, logits.dtype()).to(logits.device());
     return result;
 }
 

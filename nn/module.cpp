@@ -24,6 +24,13 @@ void Module::zero_grad() {
     for (Var* parameter : parameters()) parameter->zero_grad();
 }
 
+void Module::to(Device device) {
+    for (Var* parameter : parameters()) {
+        parameter->zero_grad();
+        if (parameter->value().device() != device) parameter->set_value(parameter->value().to(device));
+    }
+}
+
 void Module::register_parameter(std::string name, Var& parameter) {
     for (auto& [existing, unused] : parameters_)
         NCE_CHECK(existing != name, "module: parameter '{}' registered twice", name);

@@ -27,6 +27,11 @@ public:
 
     void zero_grad();
 
+    // Moves every parameter's value to `device` (a copy; the same Var, so optimizers and
+    // names still see it) and clears its gradient, which belonged to the old device.
+    // Inputs must then be made on that device too.
+    void to(Device device);
+
 protected:
     // The Var must be a member of the derived module (its address stays fixed).
     void register_parameter(std::string name, Var& parameter);

@@ -38,7 +38,7 @@ Var TextEncoder::encode(const Tensor& input, const Tensor& mask, Generator* gene
     std::vector<int64_t> positions(static_cast<size_t>(tokens));
     std::iota(positions.begin(), positions.end(), int64_t{0});  // 0, 1, ..., T-1
     Var token_vectors = token_embedding.forward(input);                                       // [B, T, D]
-    Var position_vectors = position_embedding.forward(Tensor::from_indices(positions, {tokens}));  // [T, D]
+    Var position_vectors = position_embedding.forward(Tensor::from_indices(positions, {tokens}).to(input.device()));  // [T, D]
     Var embedded = token_vectors + position_vectors;                 // [B, T, D] (positions broadcast over B)
 
     Var pooled = masked_mean_pool(encoder.forward(embedded, mask, generator), mask);  // [B, D]
