@@ -1,5 +1,5 @@
 // nce bench loss NAME --n N --d D [--neg M] [--threads T] [--reps R] [--warmup W]
-//                 [--tau TAU] [--block-rows B] [--dtype float32|float64]
+//                 [--tau TAU] [--block-rows B] [--dtype float32|float64] [--device cpu|cuda]
 //
 // Times the forward and backward of one loss and prints one JSON line: the median and
 // fastest run in milliseconds and the process's peak resident memory (getrusage), so that
@@ -14,6 +14,12 @@
 // One run: fresh leaves, the loss, backward(). The first `--warmup` runs (default 1) fill
 // the caching allocator and are left out of the timing. Inputs come from seed 1. Besides
 // the wall clock, cpu_ms gives the process's CPU time per run (all threads).
+//
+// --device cuda: the inputs are made on the CPU and moved to the GPU (Tensor::to); a run
+// ends when the loss's value is back on the host, so the timing includes the GPU's work.
+// The InfoNCE family runs there through its reference path (--block-rows does not apply);
+// a loss whose code still reads tensors on the host stops with the engine's one-line error.
+// Without a usable GPU the command stops first with one line (apps/device_option.h).
 #include <fmt/core.h>
 #include <sys/resource.h>
 
@@ -27,6 +33,7 @@
 #include <vector>
 
 #include "apps/commands.h"
+#include "apps/device_option.h"
 #include "engine/nce.h"
 #include "losses/losses.h"
 
@@ -44,6 +51,7 @@ struct BenchLossOptions {
     double tau = 0.05;
     int64_t block_rows = 0;  // 0: automatic
     std::string dtype = "float32";
+    std::string device = "cpu";
 };
 
 // [rows, d] standard normal rows divided by their length, drawn directly in `dtype` (no
@@ -71,11 +79,12 @@ double peak_resident_mebibytes() {
 // One forward + backward, given fresh leaves each time. Returns the loss.
 using LossRun = std::function<double()>;
 
-LossRun infonce_run(const BenchLossOptions& options, Dtype dtype) {
+LossRun infonce_run(const BenchLossOptions& options, Dtype dtype, Device device) {
     Generator generator(1);
-    Tensor q = random_unit_rows(generator, options.n, options.d, dtype);
-    Tensor p = random_unit_rows(generator, options.n, options.d, dtype);
-    Tensor negatives = options.negatives > 0 ? random_unit_rows(generator, options.negatives, options.d, dtype) : Tensor();
+    Tensor q = random_unit_rows(generator, options.n, options.d, dtype).to(device);
+    Tensor p = random_unit_rows(generator, options.n, options.d, dtype).to(device);
+    Tensor negatives =
+        options.negatives > 0 ? random_unit_rows(generator, options.negatives, options.d, dtype).to(device) : Tensor();
     bool symmetric = options.name == "infonce_symmetric";
     losses::LogitBlocking blocking{options.block_rows};
     return [=] {
@@ -84,21 +93,22 @@ LossRun infonce_run(const BenchLossOptions& options, Dtype dtype) {
         Var loss = symmetric ? losses::infonce_symmetric(q_leaf, p_leaf, negatives_leaf, Var(), options.tau, blocking)
                              : losses::infonce(q_leaf, p_leaf, negatives_leaf, Var(), options.tau, blocking);
         loss.backward();
-        return loss.value().item();
+        return loss.value().to(Device::CPU).item();
     };
 }
 
-LossRun catalogue_run(const BenchLossOptions& options, Dtype dtype) {
+LossRun catalogue_run(const BenchLossOptions& options, Dtype dtype, Device device) {
     const losses::LossDefinition& definition = losses::find_loss(options.name);
     Generator generator(1);
     std::map<std::string, Tensor> inputs = definition.example(generator, options.n, options.d);
     for (auto& [name, value] : inputs)
         if (is_floating(value.dtype()) && name != "qid") value = value.to(dtype);
+    for (auto& [name, value] : inputs) value = value.to(device);
     return [&definition, inputs] {
         losses::LossArguments arguments = losses::make_arguments(definition, inputs, {});
         Var loss = definition.compute(arguments);
         if (loss.requires_grad()) loss.backward();
-        return loss.value().item();
+        return loss.value().to(Device::CPU).item();
     };
 }
 
@@ -109,12 +119,15 @@ int run(const BenchLossOptions& options) {
     NCE_CHECK(options.dtype == "float32" || options.dtype == "float64",
               "bench loss: --dtype must be float32 or float64, got '{}'", options.dtype);
     Dtype dtype = options.dtype == "float32" ? Dtype::Float32 : Dtype::Float64;
+    const Device device = require_device(options.device);
     if (options.threads > 0) set_num_threads(options.threads);
 
     bool infonce_family = options.name == "infonce" || options.name == "infonce_symmetric";
     NCE_CHECK(infonce_family || (options.negatives == 0 && options.block_rows == 0),
               "bench loss: --neg and --block-rows apply to infonce and infonce_symmetric only, not {}", options.name);
-    LossRun run_once = infonce_family ? infonce_run(options, dtype) : catalogue_run(options, dtype);
+    NCE_CHECK(device == Device::CPU || options.block_rows == 0,
+              "bench loss: --block-rows applies on the CPU; on cuda the InfoNCE family runs its reference path");
+    LossRun run_once = infonce_family ? infonce_run(options, dtype, device) : catalogue_run(options, dtype, device);
 
     double loss = 0;
     for (int w = 0; w < options.warmup; ++w) loss = run_once();
@@ -142,6 +155,7 @@ int run(const BenchLossOptions& options) {
     line["d"] = options.d;
     line["neg"] = options.negatives;
     line["dtype"] = options.dtype;
+    line["device"] = options.device;
     line["threads"] = num_threads();
     line["reps"] = options.reps;
     line["median_ms"] = median;
@@ -151,6 +165,8 @@ int run(const BenchLossOptions& options) {
         double flops = 6.0 * double(options.n) * double(options.n + options.negatives) * double(options.d);
         line["gemm_gflop"] = flops / 1e9;
         line["gemm_gflop_per_s"] = flops / 1e9 / (median / 1000.0);
+    }
+    if (infonce_family && device == Device::CPU) {  // the CPU's blocked path; cuda runs the reference path
         line["block_rows"] = losses::logit_block_rows(losses::LogitBlocking{options.block_rows}, options.n,
                                                       options.n + options.negatives, dtype);
         bool kept = options.name == "infonce_symmetric" &&
@@ -186,6 +202,7 @@ void add_bench_loss_command(CLI::App& bench, int& exit_code) {
                         "rows of logits formed at a time (default 0: automatic); any value bounds the memory")
         ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
     command->add_option("--dtype", options->dtype, "float32 (default) or float64");
+    command->add_option("--device", options->device, "cpu (default) or cuda (needs a GPU and a build with CUDA)");
     command->callback([options, &exit_code] { exit_code = run(*options); });
 }
 

@@ -1,5 +1,5 @@
 // nce bench step --model sig_predictor|text_encoder [--batch B] [--seq T] [--threads N] [--reps R]
-//                 [--checkpoint-activations]
+//                 [--checkpoint-activations] [--device cpu|cuda]
 //
 // Times one whole training step of one of the two models and prints one JSON line: the
 // median and fastest step in milliseconds, samples per second (batch / median) and the
@@ -39,6 +39,11 @@
 // summed over the processes before the AdamW step. Rank 0 prints the line, adding
 // "processes" and "bytes_per_step" (what each process sends per step, counted by
 // distributed/collectives.h; docs/scaling.md); samples_per_s counts the global batch.
+//
+// --device cuda: the model (Module::to) and the inputs (Tensor::to) move to the GPU before
+// the warmup; a step ends when its loss is back on the host. One process only. Without a
+// usable GPU the command stops first with one line (apps/device_option.h). peak_allocated_mib
+// counts host tensors only, so the line leaves it out on cuda.
 #include <fmt/core.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -52,6 +57,7 @@
 #include <vector>
 
 #include "apps/commands.h"
+#include "apps/device_option.h"
 #include "distributed/collectives.h"
 #include "distributed/data_parallel.h"
 #include "distributed/distributed_losses.h"
@@ -75,6 +81,7 @@ struct BenchStepOptions {
     int reps = 5;
     int warmup = 1;
     bool checkpoint_activations = false;
+    std::string device = "cpu";
 };
 
 constexpr int64_t kSigInDim = 2048, kSigOutDim = 256, kTextVocabulary = 8000;
@@ -140,16 +147,18 @@ struct StepRunner {
         loss.backward();
         distributed::all_reduce_gradients(*model);  // the sum over processes; nothing with one
         optimizer->step();
-        return distributed::global_loss(loss);
+        return several_processes ? distributed::global_loss(loss) : loss.value().to(Device::CPU).item();
     }
 };
 
-StepRunner make_runner(const std::string& model_name, int64_t batch, int64_t seq, bool checkpoint_activations) {
+StepRunner make_runner(const std::string& model_name, int64_t batch, int64_t seq, bool checkpoint_activations,
+                       Device device) {
     StepRunner runner;
     nn::ModelConfig config = model_config(model_name, seq);
     Generator init(7), data(11);
     runner.model = nn::make_model(config, init, Dtype::Float32);
     runner.model->train(true);
+    runner.model->to(device);  // before the optimizer takes the parameters' values
     nn::set_checkpoint_activations(*runner.model, checkpoint_activations);
     runner.optimizer = std::make_unique<nn::AdamW>(runner.model->parameters(), nn::AdamWOptions{.learning_rate = 1e-4});
     runner.query_mask = padding_mask(batch, seq);
@@ -161,6 +170,13 @@ StepRunner make_runner(const std::string& model_name, int64_t batch, int64_t seq
         runner.query_input = random_token_ids(batch, seq, data);
         runner.passage_input = random_token_ids(batch, seq, data);
         runner.passage_mask = runner.query_mask;
+    }
+    runner.query_input = runner.query_input.to(device);
+    runner.query_mask = runner.query_mask.to(device);
+    if (runner.targets.defined()) runner.targets = Var(runner.targets.value().to(device));
+    if (runner.passage_input.defined()) {
+        runner.passage_input = runner.passage_input.to(device);
+        runner.passage_mask = runner.passage_mask.to(device);
     }
     if (distributed::world().size() > 1) {
         // Rank 0's weights everywhere (made from the same seed, but this is the rule), and
@@ -205,9 +221,12 @@ int run(const BenchStepOptions& options) {
     NCE_CHECK(batch >= distributed::world().size(),
               "bench step: --batch {} is smaller than the {} processes; give each at least one row", batch,
               distributed::world().size());
+    const Device device = require_device(options.device);
+    NCE_CHECK(device == Device::CPU || distributed::world().size() == 1,
+              "bench step: --device cuda runs in one process; start it without mpirun");
     if (options.threads > 0) set_num_threads(options.threads);
 
-    StepRunner runner = make_runner(options.model, batch, seq, options.checkpoint_activations);
+    StepRunner runner = make_runner(options.model, batch, seq, options.checkpoint_activations, device);
     double loss = 0;
     for (int w = 0; w < options.warmup; ++w) loss = runner.step();
     distributed::reset_communication_stats();
@@ -233,14 +252,16 @@ int run(const BenchStepOptions& options) {
     line["batch"] = batch;
     line["seq"] = seq;
     line["dtype"] = "float32";
+    line["device"] = options.device;
     line["threads"] = num_threads();
     line["reps"] = options.reps;
     line["median_ms"] = median;
     line["min_ms"] = sorted.front();
     line["samples_per_s"] = static_cast<double>(batch) / (median / 1000.0);
     line["checkpoint_activations"] = options.checkpoint_activations;
-    line["peak_allocated_mib"] =
-        static_cast<double>(CachingAllocator::host().stats().peak_bytes_in_use) / (1024.0 * 1024.0);
+    if (device == Device::CPU)
+        line["peak_allocated_mib"] =
+            static_cast<double>(CachingAllocator::host().stats().peak_bytes_in_use) / (1024.0 * 1024.0);
     line["peak_rss_mib"] = peak_resident_mebibytes();
     line["blas_core"] = blas_core_name();
     line["cpu_ms"] = median_of(cpu_milliseconds);
@@ -271,6 +292,7 @@ void add_bench_step_command(CLI::App& bench, int& exit_code) {
     command->add_option("--warmup", options->warmup, "untimed steps first")->check(CLI::Range(0, 10000));
     command->add_flag("--checkpoint-activations", options->checkpoint_activations,
                       "recompute each encoder layer in the backward instead of keeping its activations");
+    command->add_option("--device", options->device, "cpu (default) or cuda (needs a GPU and a build with CUDA)");
     command->callback([options, &exit_code] { exit_code = run(*options); });
 }
 

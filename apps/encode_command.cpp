@@ -1,6 +1,6 @@
 // nce encode --model CKPT (--features X.npy | --tokens T.npy | --text FILE) [--mask M.npy] --out E.npy
 //            [--tokenizer MODEL] [--max-length N] [--prompt query|passage|none] [--batch-size N]
-//            [--dtype float32|float64]
+//            [--dtype float32|float64] [--device cpu|cuda]
 //
 // Embeds every row of the input with a checkpoint's model in eval mode (no dropout) and
 // writes the L2-normalised embeddings [B, out] to E.npy. A sig_predictor takes features
@@ -12,7 +12,9 @@
 // the texts are read as they are, and a model that carries prompts says so on stderr.
 // The mask [B, T] (int64 or float, 1 = token, 0 = padding) defaults to all tokens. Everything
 // is read and checked, and every batch computed, before the output is written; errors are
-// one line.
+// one line. --device cuda moves the model (Module::to) and each batch (Tensor::to) to the GPU
+// and the embeddings back; without a usable GPU it stops first with one line
+// (apps/device_option.h).
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -22,6 +24,7 @@
 #include <vector>
 
 #include "apps/commands.h"
+#include "apps/device_option.h"
 #include "apps/retrieval/text_model.h"
 #include "data/reader_support.h"
 #include "data/text_cleaning.h"
@@ -45,6 +48,7 @@ struct EncodeOptionsCli {
     std::string out_path;
     int64_t batch_size = 256;
     std::string dtype = "float32";
+    std::string device = "cpu";
 };
 
 // The input the model's kind takes, checked against its config.
@@ -171,6 +175,7 @@ int run(const EncodeOptionsCli& options) {
     NCE_CHECK(!options.out_path.empty(), "encode: --out E.npy is required (where the embeddings go)");
     NCE_CHECK(options.batch_size >= 1, "encode: --batch-size must be at least 1, got {}", options.batch_size);
     Dtype dtype = parse_dtype(options.dtype);
+    const Device device = require_device(options.device);
 
     // 1. The model, the input and the mask, all checked before any computing.
     std::unique_ptr<nn::EmbeddingModel> model = nn::load_model(options.model_path, dtype);
@@ -189,12 +194,13 @@ int run(const EncodeOptionsCli& options) {
 
     // 2. Eval mode (dropout off), no graph, batch by batch.
     model->train(false);
+    model->to(device);
     NoGradGuard no_graph;
     std::vector<Tensor> embeddings;
     int64_t rows = input.size(0);
     for (int64_t start = 0; start < rows; start += options.batch_size) {
         int64_t end = std::min(rows, start + options.batch_size);
-        Var batch = model->encode(slice(input, 0, start, end), slice(mask, 0, start, end), nullptr);
+        Var batch = model->encode(slice(input, 0, start, end).to(device), slice(mask, 0, start, end).to(device), nullptr);
         embeddings.push_back(batch.value().to(Device::CPU));
     }
     Tensor result = embeddings.size() == 1 ? embeddings.front() : concat(embeddings, 0);
@@ -231,6 +237,8 @@ void add_encode_command(CLI::App& app, int& exit_code) {
     command->add_option("--out", options->out_path, "Where the embeddings [B, out] go (.npy)");
     command->add_option("--batch-size", options->batch_size, "Rows per forward pass (default 256)");
     command->add_option("--dtype", options->dtype, "Compute and write in float32 (default) or float64");
+    command->add_option("--device", options->device, "Compute on cpu (default) or cuda (needs a GPU and a build with "
+                        "CUDA)");
     command->callback([options, &exit_code] { exit_code = run(*options); });
 }
 

@@ -7,6 +7,9 @@
 
 #include "apps/commands.h"
 #include "distributed/world.h"
+#ifdef NCE_HAVE_CUDA
+#include "engine/cuda/cuda_backend.h"
+#endif
 
 int main(int argc, char** argv) {
     // Under `mpirun -np K nce ...` every process joins the world here (distributed/world.h);
@@ -14,6 +17,11 @@ int main(int argc, char** argv) {
     nce::distributed::WorldSession world_session(argc, argv);
     // Only rank 0 prints results and progress; the others' errors still reach stderr.
     if (!nce::distributed::is_main_rank()) std::freopen("/dev/null", "w", stdout);
+#ifdef NCE_HAVE_CUDA
+    // The CUDA backend, when this machine has a GPU; otherwise the reason is kept, and a
+    // command given --device cuda prints it (apps/device_option.h). One device count, no context.
+    nce::cuda::install_backend();
+#endif
     CLI::App app{"nce: an autograd engine for contrastive learning, with every gradient derived by hand and proved"};
     app.require_subcommand(1);
     int exit_code = 0;

@@ -11,6 +11,7 @@
 #include <memory>
 #include <set>
 
+#include "apps/device_option.h"
 #include "apps/retrieval/model_card.h"
 #include "apps/retrieval/passage_index.h"
 #include "apps/retrieval/pretraining.h"
@@ -553,6 +554,16 @@ RunOutcome run_eval(const RetrievalApp& app, const RunConfig& config, const std:
 
 namespace {
 
+// --device: cuda stops here, before the run reads or writes anything. Without a GPU backend
+// (no GPU, or a build without CUDA) the line says why (apps/device_option.h); with one, it says
+// that these runs are not moved to the device yet (their tokenized batches, the losses that
+// read host tensors, evaluation's encoding and the FAISS index all work on host tensors).
+void require_run_device(const RunConfig& config) {
+    if (require_device(config.device) == Device::CPU) return;
+    fail("--device cuda: the retrieval runs (train, pretrain, eval, index) do not run on the GPU yet; run with "
+         "--device cpu (nce bench loss, nce bench step and nce encode take --device cuda)");
+}
+
 // The prompt flags given on `command`'s line: eval reads with them in place of the checkpoint's.
 PromptOverride prompts_given(const CLI::App& command, const RunConfig& config) {
     PromptOverride prompts;
@@ -587,6 +598,7 @@ CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, i
         RetrievalApp::OwnOptions own = app.add_own_options ? app.add_own_options(where) : nullptr;
         return [options, own](bool over_run, bool trains) {
             RunConfig config = over_run ? options->resolve_over_run() : options->resolve();
+            require_run_device(config);  // before the app's own flags are read (nce train's --train files)
             if (own) {
                 own(config, *options, trains);
                 validate_run_config(config);

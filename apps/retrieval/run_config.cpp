@@ -52,6 +52,7 @@ const std::vector<std::pair<std::string, std::string>>& field_help() {
         {"batch_size", "rows per training batch"},
         {"mini_batch_size", "GradCache: rows embedded at a time, the batch's exact gradient in less memory "
                             "(0: the whole batch; infonce, infonce_symmetric, matryoshka)"},
+        {"device", "compute on cpu or cuda (the retrieval runs do not run on cuda yet: it stops with one line)"},
         {"max_steps", "training step budget"},
         {"epochs", "most epochs (max_steps usually ends the run first)"},
         {"learning_rate", "AdamW learning rate"},
@@ -152,6 +153,7 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
     c.batch_size = json.at("batch_size").get<int64_t>();
     c.mini_batch_size = json.at("mini_batch_size").get<int64_t>();
     c.checkpoint_activations = json.at("checkpoint_activations").get<bool>();
+    c.device = json.at("device").get<std::string>();
     c.max_steps = json.at("max_steps").get<int64_t>();
     c.epochs = json.at("epochs").get<int64_t>();
     c.learning_rate = json.at("learning_rate").get<double>();
@@ -202,6 +204,7 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
         {"batch_size", c.batch_size},
         {"mini_batch_size", c.mini_batch_size},
         {"checkpoint_activations", c.checkpoint_activations},
+        {"device", c.device},
         {"max_steps", c.max_steps},
         {"epochs", c.epochs},
         {"learning_rate", c.learning_rate},
@@ -293,6 +296,8 @@ void validate_run_config(const RunConfig& c) {
     NCE_CHECK(c.mini_batch_size == 0 || c.loss == "infonce" || c.loss == "infonce_symmetric" || c.loss == "matryoshka",
               "config: mini_batch_size (GradCache) works with infonce, infonce_symmetric and matryoshka, not {}; set it "
               "to 0 or change --loss", c.loss);
+    NCE_CHECK(c.device == "cpu" || c.device == "cuda", "config: device must be cpu or cuda, got '{}' (flag --device)",
+              c.device);
     positive(c.max_steps, "max_steps");
     positive(c.epochs, "epochs");
     NCE_CHECK(c.learning_rate > 0, "config: learning_rate must be positive, got {} (flag --learning-rate)", c.learning_rate);

@@ -65,6 +65,11 @@ struct RunConfig {
     // input in the forward and recompute the layer in the backward; the same gradients bit
     // for bit in about half the activation memory, for about a third more compute.
     bool checkpoint_activations = false;
+    // "cpu" or "cuda". The retrieval apps' train / pretrain / eval / index check it before
+    // they read or write anything: cuda stops with one line, either naming why this machine
+    // or build has no GPU backend, or, where there is one, saying that these runs do not
+    // run on it yet (apps/retrieval/retrieval_app.cpp, require_run_device).
+    std::string device = "cpu";
     int64_t max_steps = 300;           // the step budget (the run ends sooner only by patience)
     int64_t epochs = 1000;             // upper bound; max_steps usually ends the run first
     double learning_rate = 1e-3;
