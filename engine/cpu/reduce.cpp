@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "engine/cpu/cpu_backend.h"
+#include "engine/sum_to_by_axes.h"
 
 namespace nce::cpu {
 namespace {
@@ -102,22 +103,6 @@ void CpuBackend::reduce(ReduceOp op, const Tensor& x, int64_t axis, Tensor& out,
     });
 }
 
-void CpuBackend::sum_to(const Tensor& x, Tensor& out) {
-    // Pad out's shape with leading 1s to x's rank, then sum one broadcast axis at a time.
-    const Shape& from = x.shape();
-    Shape target(from.size() - out.shape().size(), 1);
-    target.insert(target.end(), out.shape().begin(), out.shape().end());
-    Tensor current = x;
-    Shape current_shape = from;
-    for (size_t axis = 0; axis < from.size(); ++axis) {
-        if (target[axis] == current_shape[axis]) continue;
-        NCE_CHECK(target[axis] == 1, "sum_to: cannot sum {} down to {}", shape_string(from), shape_string(out.shape()));
-        current_shape[axis] = 1;
-        Tensor reduced = Tensor::empty(current_shape, x.dtype());
-        reduce(ReduceOp::Sum, current, static_cast<int64_t>(axis), reduced, nullptr);
-        current = reduced;
-    }
-    copy(current, out);
-}
+void CpuBackend::sum_to(const Tensor& x, Tensor& out) { sum_to_by_axes(*this, x, out); }
 
 }  // namespace nce::cpu
