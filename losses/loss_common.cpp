@@ -52,19 +52,15 @@ void check_finite(const Tensor& x, const char* loss, const char* name) {
     NCE_CHECK(all_finite(x), "{}: {} contains NaN or Inf; every entry must be finite", loss, name);
 }
 
-namespace {
-
-void check_vector(const Var& data, int64_t n, const char* loss, const char* name) {
+void check_data_vector(const Var& data, int64_t n, const char* loss, const char* name) {
     NCE_CHECK(data.defined(), "{}: input {} is missing", loss, name);
     NCE_CHECK(data.value().rank() == 1 && data.size(0) == n, "{}: {} must be a vector of length {}, got shape {}", loss,
               name, n, shape_string(data.shape()));
     check_finite(data.value(), loss, name);
 }
 
-}  // namespace
-
 std::vector<int64_t> read_ids(const Var& data, int64_t n, const char* loss, const char* name) {
-    check_vector(data, n, loss, name);
+    check_data_vector(data, n, loss, name);
     if (data.dtype() == Dtype::Int64) return data.value().to_indices();
     std::vector<int64_t> ids;
     for (double v : data.value().to_vector()) {
@@ -75,7 +71,7 @@ std::vector<int64_t> read_ids(const Var& data, int64_t n, const char* loss, cons
 }
 
 std::vector<double> read_values(const Var& data, int64_t n, const char* loss, const char* name) {
-    check_vector(data, n, loss, name);
+    check_data_vector(data, n, loss, name);
     return data.value().to_vector();
 }
 
@@ -90,6 +86,12 @@ double read_scalar(const Var& x, const char* loss, const char* name) {
 }
 
 Tensor scalar_like(const Var& like, double value) { return Tensor::full(like.shape(), value, like.dtype()); }
+
+Tensor identity_like(int64_t n, const Tensor& like) {
+    Tensor identity = Tensor::zeros({n, n}, Dtype::Float64);
+    for (int64_t i = 0; i < n; ++i) identity.data<double>()[i * n + i] = 1.0;
+    return identity.to(like.dtype()).to(like.device());
+}
 
 Tensor row_norms(const Tensor& x) { return sqrt(sum(square(x), 1)); }
 

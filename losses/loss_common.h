@@ -42,12 +42,16 @@ void check_finite(const Tensor& x, const char* loss, const char* name);
 // finiteness, naming the input.
 std::vector<int64_t> read_ids(const Var& data, int64_t n, const char* loss, const char* name);
 std::vector<double> read_values(const Var& data, int64_t n, const char* loss, const char* name);
+// The same checks without reading the values: for a data vector that stays on its device.
+void check_data_vector(const Var& data, int64_t n, const char* loss, const char* name);
 
 // A one-element float input (log_scale, bias) as double; checks it.
 double read_scalar(const Var& x, const char* loss, const char* name);
 
 // A tensor of `like`'s dtype holding one value, shaped like `like` ([] or [1]).
 Tensor scalar_like(const Var& like, double value);
+// The n x n identity in `like`'s dtype, on `like`'s device (made on the host, then copied).   [n, n]
+Tensor identity_like(int64_t n, const Tensor& like);
 
 // Euclidean length of each row: x [N, d] -> [N].
 Tensor row_norms(const Tensor& x);
