@@ -5,6 +5,7 @@
 
 #include "losses/loss_common.h"
 #include "losses/random_inputs.h"
+#include "losses/softplus.h"
 #include "losses/worked_example.h"
 
 namespace nce::losses {
@@ -12,40 +13,16 @@ namespace {
 
 constexpr const char* kLoss = "siglip";
 
-// z_ij = 1 on the diagonal (the matching pair), -1 elsewhere.   [N, N]
-Tensor pair_signs(int64_t rows, Dtype dtype) {
-    Tensor signs = Tensor::full({rows, rows}, -1.0, Dtype::Float64);
-    for (int64_t i = 0; i < rows; ++i) signs.data<double>()[i * rows + i] = 1.0;
-    return signs.to(dtype);
-}
+// z_ij = 1 on the diagonal (the matching pair), -1 elsewhere, on like's device.   [N, N]
+Tensor pair_signs(int64_t rows, const Tensor& like) { return identity_like(rows, like) * 2.0 - 1.0; }
 
-// softplus(t) = log(1 + exp(t)) = max(t, 0) + log1p(exp(-|t|)): the exponent is never
-// positive, and log1p keeps the tiny values of exp(-|t|) that log(1 + .) would round away.
-double softplus(double t) { return std::max(t, 0.0) + std::log1p(std::exp(-std::abs(t))); }
+// Whether every entry of x is finite, decided on x's device with one number read back:
+// x ⊙ 0 is 0 where x is finite and NaN where it is not, and one NaN makes the sum NaN.
+bool every_entry_finite(const Tensor& x) { return sum(x * 0.0).item() == 0.0; }
 
-// sigmoid(t) = 1 / (1 + exp(-t)), written so that exp only sees -|t|.
-double sigmoid(double t) {
-    double e = std::exp(-std::abs(t));
-    return t >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
-}
-
-struct PairTerms {
-    double loss_sum = 0;  // sum_ij softplus(-z_ij g_ij)
-    Tensor dloss_dg;      // dL/dg = -(1/N) z ⊙ sigmoid(-z ⊙ g)   [N, N]
-};
-
-// Both passes over the N^2 pairs in one loop, in double (the results go back to g's dtype).
-PairTerms pair_terms(const Tensor& g, const Tensor& z) {
-    int64_t rows = g.size(0);
-    std::vector<double> logits = g.to_vector(), signs = z.to_vector(), slopes(logits.size());
-    PairTerms terms;
-    for (size_t k = 0; k < logits.size(); ++k) {
-        double margin = signs[k] * logits[k];  // z_ij g_ij: positive when the pair is judged right
-        terms.loss_sum += softplus(-margin);   // -log sigmoid(m) = softplus(-m)
-        slopes[k] = -signs[k] * sigmoid(-margin) / static_cast<double>(rows);
-    }
-    terms.dloss_dg = Tensor::from_vector(slopes, g.shape(), g.dtype());
-    return terms;
+// A one-element gradient (shape []) in the shape ([] or [1]) and dtype of its input.
+Tensor gradient_of_scalar_input(const Tensor& gradient, const Var& input) {
+    return gradient.reshape(input.shape()).to(input.dtype());
 }
 
 void check_inputs(const Var& x, const Var& y) {
@@ -85,21 +62,24 @@ Var siglip(const Var& x, const Var& y, const Var& log_scale, const Var& bias) {
     int64_t N = x.size(0);
 
     Tensor logits = matmul(x.value(), y.value(), Transpose::Second) * scale + bias_value;  // g [N, N]
-    NCE_CHECK(all_finite(logits),
+    NCE_CHECK(every_entry_finite(logits),
               "{}: the logits exp(log_scale) x_i·y_j + bias overflow {} (log_scale = {}); lower log_scale", kLoss,
               dtype_name(x.dtype()), log_scale_value);
-    PairTerms terms = pair_terms(logits, pair_signs(N, x.dtype()));
-    Tensor loss = Tensor::scalar(terms.loss_sum / static_cast<double>(N), x.dtype());
+    Tensor signs = pair_signs(N, logits);                                  // z [N, N]
+    Tensor margins = signs * logits;  // z_ij g_ij: positive when the pair is judged right   [N, N]
+    Tensor loss = sum(softplus(-margins)) / static_cast<double>(N);      // -log sigmoid(m) = softplus(-m)   []
+    Tensor G = -(signs * sigmoid(-margins)) / static_cast<double>(N);    // dL/dg [N, N]
 
     return Var::from_op(kLoss, std::move(loss), {x, y, log_scale, bias},
-        [xv = x.value(), yv = y.value(), G = terms.dloss_dg, scale, log_scale_like = log_scale.detach(),
+        [xv = x.value(), yv = y.value(), G, scale, log_scale_like = log_scale.detach(),
          bias_like = bias.detach()](const Tensor& dy) -> Grads {
             double factor = dy.item();
             Tensor dloss_dx = matmul(G, yv) * (scale * factor);                    // scale · G · y      [N, d]
             Tensor dloss_dy = matmul(G, xv, Transpose::First) * (scale * factor);  // scale · G^T · x    [N, d]
-            double dlog_scale = sum(xv * dloss_dx).item();  // sum(x ⊙ dL/dx); the factor dy is already in
-            double dbias = sum(G).item() * factor;          // sum_ij G_ij
-            return {dloss_dx, dloss_dy, scalar_like(log_scale_like, dlog_scale), scalar_like(bias_like, dbias)};
+            Tensor dlog_scale = sum(xv * dloss_dx);  // sum(x ⊙ dL/dx); the factor dy is already in   []
+            Tensor dbias = sum(G) * factor;          // sum_ij G_ij                                   []
+            return {dloss_dx, dloss_dy, gradient_of_scalar_input(dlog_scale, log_scale_like),
+                    gradient_of_scalar_input(dbias, bias_like)};
         });
 }
 
