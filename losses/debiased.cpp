@@ -6,6 +6,7 @@
 
 #include "losses/loss_common.h"
 #include "losses/random_inputs.h"
+#include "losses/softplus.h"
 #include "losses/worked_example.h"
 
 namespace nce::losses {
@@ -13,76 +14,42 @@ namespace {
 
 constexpr const char* kLoss = "debiased";
 
-double softplus(double x) { return std::max(x, 0.0) + std::log1p(std::exp(-std::abs(x))); }
-double sigmoid(double x) {
-    double e = std::exp(-std::abs(x));
-    return x >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
-}
-
-// log sum_j exp(factor · s_j) over the negatives of a row, shifted by the largest term;
-// `softmax` receives exp(factor · s_j - lse) for each negative (0 elsewhere).
-double weighted_lse(const std::vector<double>& s, const std::vector<bool>& negative, double factor,
-                    std::vector<double>& softmax) {
-    double largest = -std::numeric_limits<double>::infinity();
-    for (size_t j = 0; j < s.size(); ++j)
-        if (negative[j]) largest = std::max(largest, factor * s[j]);
-    double total = 0;
-    for (size_t j = 0; j < s.size(); ++j)
-        if (negative[j]) total += std::exp(factor * s[j] - largest);
-    double lse = largest + std::log(total);
-    softmax.assign(s.size(), 0.0);
-    for (size_t j = 0; j < s.size(); ++j)
-        if (negative[j]) softmax[j] = std::exp(factor * s[j] - lse);
-    return lse;
-}
-
 struct Parameters {
     double t, tau_plus, beta;
 };
 
-// One row i of the loss, in the log domain relative to the positive: every quantity is a
-// ratio to pos_i, so nothing overflows. s_j = z_i·z_j/t for j = 0..2N-1; j runs over the
-// negatives (j not in {i, p(i)}).
-//   log R_i = lse_j((1+beta) s_j) - lse_j(beta s_j) + log M         (R_i = M A_i / B_i)
-//   log_R_over_pos = log R_i - s_p(i)
-//   debiased branch: log(Ng_i/pos_i) = log_R_over_pos + log(1 - tau_plus M pos_i/R_i) - log(1 - tau_plus)
-//                    (only when R_i > tau_plus M pos_i; otherwise that branch is <= 0 and the clamp wins)
-//   clamp branch:    log(Ng_i/pos_i) = log M - 1/t - s_p(i)
-//   log_Ng_over_pos = the larger of the two;  loss_i = log(1 + Ng_i/pos_i) = softplus(log_Ng_over_pos)
-// The gradient of loss_i with respect to each s_j (derivation above `debiased`) goes into
-// `row_gradient`.
-double row_loss(const std::vector<double>& s, int64_t i, int64_t positive, const Parameters& parameters,
-                std::vector<double>& row_gradient) {
-    const double t = parameters.t, tau_plus = parameters.tau_plus, beta = parameters.beta;
-    const size_t p = static_cast<size_t>(positive);
-    double M = static_cast<double>(s.size()) - 2.0;
-    std::vector<bool> negative(s.size(), true);
-    negative[static_cast<size_t>(i)] = negative[p] = false;
-    std::vector<double> w, r;  // w_j: softmax of (1+beta) s_j over the negatives; r_j: of beta s_j
-    double log_R = weighted_lse(s, negative, 1.0 + beta, w) - weighted_lse(s, negative, beta, r) + std::log(M);
-    double log_R_over_pos = log_R - s[p];
+// Which entries of a row of s = z z^T / t play which part, p(i) = (i + N) mod 2N; made on
+// like's device, in its dtype.   [2N, 2N] each
+struct RowMasks {
+    Tensor positive;  // 1 at (i, p(i)): [[0, I], [I, 0]]
+    Tensor negative;  // 1 at every j not in {i, p(i)}: the M = 2N - 2 negatives of row i
+};
 
-    // tau_plus M pos_i / R_i; exp may overflow to inf (R_i negligible next to pos_i): the
-    // debiased branch is then unavailable, unless tau_plus = 0, where nothing is removed.
-    double removed = tau_plus > 0 ? tau_plus * M * std::exp(-log_R_over_pos) : 0.0;
-    double log_debiased = removed < 1.0 ? log_R_over_pos + std::log1p(-removed) - std::log1p(-tau_plus)
-                                        : -std::numeric_limits<double>::infinity();
-    double log_clamp = std::log(M) - 1.0 / t - s[p];  // log(M exp(-1/t) / pos_i): same scale as log_debiased
-    bool clamped = !(log_debiased > log_clamp);
-    double log_Ng_over_pos = clamped ? log_clamp : log_debiased;
+RowMasks row_masks(int64_t N, const Tensor& like) {
+    Tensor identity = identity_like(N, like), zero = zeros_like(identity);  // [N, N]
+    Tensor positive = concat({concat({zero, identity}, 1), concat({identity, zero}, 1)}, 0);
+    return {positive, 1.0 - identity_like(2 * N, like) - positive};
+}
 
-    double negative_share = sigmoid(log_Ng_over_pos);   // q_i = Ng_i/(pos_i + Ng_i)
-    double positive_share = sigmoid(-log_Ng_over_pos);  // a_i = pos_i/(pos_i + Ng_i)
-    row_gradient.assign(s.size(), 0.0);
-    row_gradient[p] = -negative_share;  // step 1: through pos_i directly
-    if (!clamped) {
-        row_gradient[p] -= tau_plus * M * positive_share / (1.0 - tau_plus);  // step 3: pos_i inside Ng_i
-        // step 4: R_i / ((1 - tau_plus)(pos_i + Ng_i)), using log(pos_i + Ng_i) - s_p(i) = softplus(log_Ng_over_pos)
-        double R_slope = std::exp(log_R_over_pos - softplus(log_Ng_over_pos)) / (1.0 - tau_plus);
-        for (size_t j = 0; j < s.size(); ++j)
-            if (negative[j]) row_gradient[j] = R_slope * ((1.0 + beta) * w[j] - beta * r[j]);
-    }
-    return softplus(log_Ng_over_pos);
+// Row by row over the negatives of s, with the log-sum-exp shifted by the row's largest
+// term (no exponent is positive):
+//   lse_i = log sum_j exp(factor · s_ij)   [2N, 1]      softmax_ij = exp(factor · s_ij - lse_i)   [2N, 2N]
+// (0 off the negatives: they are -inf before the exp).
+struct NegativesLse {
+    Tensor lse, softmax;
+};
+
+NegativesLse negatives_lse(const Tensor& s, const Tensor& negative, double factor) {
+    Tensor terms = keep_where(s * factor, negative, -std::numeric_limits<double>::infinity());  // [2N, 2N]
+    Tensor largest = max(terms, 1, /*keepdim=*/true).values;                                    // [2N, 1]
+    Tensor shifted = exp(terms - largest);                                                      // [2N, 2N]
+    Tensor total = sum(shifted, 1, /*keepdim=*/true);                                           // [2N, 1], >= 1
+    return {largest + log(total), shifted / total};
+}
+
+// where(mask, a, b) for a 0/1 mask: an infinite a or b where it is not chosen stays out.
+Tensor choose(const Tensor& mask, const Tensor& a, const Tensor& b) {
+    return keep_where(a, mask, 0.0) + keep_where(b, 1.0 - mask, 0.0);
 }
 
 void check_inputs(const Var& u, const Var& v, const Parameters& parameters) {
@@ -120,23 +87,55 @@ void check_inputs(const Var& u, const Var& v, const Parameters& parameters) {
 //   dL/dz = (G + G^T) · z / t               [2N, 2N]·[2N, d]   (z appears as row and as column of s)
 //   dL/du = rows 0..N-1 of dL/dz,  dL/dv = rows N..2N-1
 // The node's output gradient dy (a scalar) multiplies each of them.
+//
+// All rows at once, as tensors on the inputs' device, in the log domain relative to the
+// positive: every quantity is a ratio to pos_i, so nothing overflows even at t = 1e-4
+// (docs/derivations/debiased.md, Stability). All [2N, 1] but w, r and G:
+//   log R_i = lse_j((1+beta) s_ij) - lse_j(beta s_ij) + log M         (R_i = M A_i / B_i)
+//   log_R_over_pos = log R_i - s_ip(i)
+//   debiased branch: log(Ng_i/pos_i) = log_R_over_pos + log1p(-tau_plus M pos_i/R_i) - log1p(-tau_plus)
+//                    (only when R_i > tau_plus M pos_i; otherwise it is -inf: that branch is <= 0 and the clamp wins)
+//   clamp branch:    log(Ng_i/pos_i) = log M - 1/t - s_ip(i)
+//   log_Ng_over_pos = the larger of the two;   loss_i = log(1 + Ng_i/pos_i) = softplus(log_Ng_over_pos)
+//   q_i = sigmoid(log_Ng_over_pos),  a_i = sigmoid(-log_Ng_over_pos)
+//   R_i / (pos_i + Ng_i) = exp(log_R_over_pos - softplus(log_Ng_over_pos))
 Var debiased(const Var& u, const Var& v, double t, double tau_plus, double beta) {
     Parameters parameters{t, tau_plus, beta};
     check_inputs(u, v, parameters);
     int64_t N = u.size(0), rows = 2 * N;
-    Tensor z = concat({u.value(), v.value()}, 0);                       // [2N, d]
-    Tensor logits = matmul(z, z, Transpose::Second) / t;                // s [2N, 2N]
-    std::vector<double> all_logits = logits.to_vector(), gradient(static_cast<size_t>(rows * rows));
+    const double M = static_cast<double>(rows - 2), minus_infinity = -std::numeric_limits<double>::infinity();
+    Tensor z = concat({u.value(), v.value()}, 0);                        // [2N, d]
+    Tensor logits = matmul(z, z, Transpose::Second) / t;                 // s [2N, 2N]
+    RowMasks masks = row_masks(N, logits);
+    Tensor positive_logit = sum(keep_where(logits, masks.positive, 0.0), 1, /*keepdim=*/true);  // s_ip(i) [2N, 1]
+    NegativesLse w = negatives_lse(logits, masks.negative, 1.0 + beta);  // w_ij and log A_i
+    NegativesLse r = negatives_lse(logits, masks.negative, beta);        // r_ij and log B_i
+    Tensor log_R_over_pos = w.lse - r.lse + std::log(M) - positive_logit;  // log(R_i / pos_i)   [2N, 1]
 
-    double loss_sum = 0;
-    std::vector<double> row_logits, row_gradient;
-    for (int64_t i = 0; i < rows; ++i) {
-        row_logits.assign(all_logits.begin() + i * rows, all_logits.begin() + (i + 1) * rows);
-        loss_sum += row_loss(row_logits, i, (i + N) % rows, parameters, row_gradient);
-        for (int64_t j = 0; j < rows; ++j) gradient[i * rows + j] = row_gradient[j] / static_cast<double>(rows);
+    // tau_plus M pos_i / R_i; exp may overflow to inf (R_i negligible next to pos_i): the
+    // debiased branch is then unavailable. With tau_plus = 0 nothing is removed.
+    Tensor log_debiased = log_R_over_pos;
+    if (tau_plus > 0) {
+        Tensor removed = exp(-log_R_over_pos) * (tau_plus * M);                 // [2N, 1]
+        Tensor available = greater(full_like(removed, 1.0), removed);           // 1 where removed < 1
+        Tensor log1p_removed = log_one_plus(-keep_where(removed, available, 0.0));
+        log_debiased = keep_where(log_R_over_pos + log1p_removed - std::log1p(-tau_plus), available, minus_infinity);
     }
-    Tensor loss = Tensor::scalar(loss_sum / static_cast<double>(rows), u.dtype());
-    Tensor G = Tensor::from_vector(gradient, {rows, rows}, u.dtype());  // dL/ds [2N, 2N]
+    Tensor log_clamp = (std::log(M) - 1.0 / t) - positive_logit;  // log(M exp(-1/t) / pos_i): same scale as log_debiased
+    Tensor on_debiased = greater(log_debiased, log_clamp);        // 1 on the debiased branch, 0 on the clamp   [2N, 1]
+    Tensor log_Ng_over_pos = choose(on_debiased, log_debiased, log_clamp);
+    Tensor log_total_over_pos = softplus(log_Ng_over_pos);        // loss_i = log((pos_i + Ng_i) / pos_i)
+    Tensor loss = sum(log_total_over_pos) / static_cast<double>(rows);  // []
+
+    Tensor negative_share = sigmoid(log_Ng_over_pos);   // q_i = Ng_i/(pos_i + Ng_i)
+    Tensor positive_share = sigmoid(-log_Ng_over_pos);  // a_i = pos_i/(pos_i + Ng_i)
+    // Steps 1 and 3 land on the positive column; step 3 only on the debiased branch.
+    Tensor through_pos = masks.positive * (-negative_share - keep_where(positive_share, on_debiased, 0.0) *
+                                                                 (tau_plus * M / (1.0 - tau_plus)));  // [2N, 2N]
+    // Step 4, on the negatives, debiased branch only: R_i / ((1 - tau_plus)(pos_i + Ng_i)) ((1+beta) w_ij - beta r_ij)
+    Tensor R_slope = keep_where(exp(log_R_over_pos - log_total_over_pos) / (1.0 - tau_plus), on_debiased, 0.0);
+    Tensor through_R = R_slope * (w.softmax * (1.0 + beta) - r.softmax * beta);  // [2N, 2N]
+    Tensor G = (through_pos + through_R) / static_cast<double>(rows);            // dL/ds [2N, 2N]
 
     return Var::from_op(kLoss, std::move(loss), {u, v},
         [z, G_plus_G_transposed = G + transpose(G, 0, 1), t, N](const Tensor& dloss) -> Grads {
