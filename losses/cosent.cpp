@@ -6,6 +6,7 @@
 
 #include "losses/loss_common.h"
 #include "losses/random_inputs.h"
+#include "losses/softplus.h"
 #include "losses/worked_example.h"
 
 namespace nce::losses {
@@ -24,14 +25,13 @@ void check_inputs(const Var& x, const Var& y, double scale) {
               scale);
 }
 
-// M_ij = 1 for the ordered pairs with label_i < label_j, else 0     [N, N]
-Tensor ordered_pairs(const std::vector<double>& label, Dtype dtype) {
-    int64_t N = static_cast<int64_t>(label.size());
-    std::vector<double> pairs(static_cast<size_t>(N * N), 0.0);
-    for (int64_t i = 0; i < N; ++i)
-        for (int64_t j = 0; j < N; ++j)
-            if (label[i] < label[j]) pairs[i * N + j] = 1.0;
-    return Tensor::from_vector(pairs, {N, N}, dtype);
+// M_ij = 1 for the ordered pairs with label_i < label_j, else 0, on label's device and in
+// like's dtype. The labels are compared in float64 (as given), so two labels that differ
+// only past float32's precision still make a pair.   label: [N]  ->  [N, N]
+Tensor ordered_pairs(const Tensor& label, const Tensor& like) {
+    int64_t N = label.size(0);
+    Tensor label64 = label.to(Dtype::Float64);
+    return greater(label64.reshape({1, N}), label64.reshape({N, 1})).to(like.dtype());
 }
 
 }  // namespace
@@ -43,7 +43,10 @@ Tensor ordered_pairs(const std::vector<double>& label, Dtype dtype) {
 //
 // Stable forward: with top = max(0, max_ij D_ij),
 //   L = top + log( exp(-top) + sum_ij exp(D_ij - top) )     (no exponent is positive)
-//   and when top = 0, L = log1p( sum_ij exp(D_ij) ), exact for a small sum.
+//     = top + log1p( sum_ij exp(D_ij - top) + (exp(-top) - 1) )
+//   exp(-top) - 1 is exactly 0 when top = 0, so L = log1p( sum_ij exp(D_ij) ) there, exact
+//   for a small sum; when top > 0 the sum is >= 1 (the largest pair gives exp(0)) and the
+//   log1p is a plain log.
 //
 // Backward: an lse has the softmax of its terms as its gradient, so with the pair weights
 //   W_ij = exp(D_ij - L)                 [N, N]   (0 off the pairs; the 0 term's weight exp(-L) has no input)
@@ -54,20 +57,19 @@ Tensor ordered_pairs(const std::vector<double>& label, Dtype dtype) {
 Var cosent(const Var& x, const Var& y, const Tensor& label, double scale) {
     check_inputs(x, y, scale);
     int64_t N = x.size(0);
-    std::vector<double> label_values = read_values(Var(label), N, kLoss, "label");
+    check_data_vector(Var(label), N, kLoss, "label");
     const Tensor &xv = x.value(), &yv = y.value();
 
     Tensor similarities = sum(xv * yv, 1) * scale;                                                // s [N]
     Tensor differences = similarities.reshape({N, 1}) - similarities.reshape({1, N});             // s_i - s_j [N, N]
-    Tensor pairs = ordered_pairs(label_values, x.dtype());                                        // M [N, N]
+    Tensor pairs = ordered_pairs(label.to(xv.device()), xv);                                      // M [N, N]
     differences = keep_where(differences, pairs, -std::numeric_limits<double>::infinity());      // D [N, N]
-    double top = std::max(0.0, max(differences).item());
+    Tensor top = binary_scalar(BinaryOp::Maximum, max(differences), 0.0);                        // []
     // Entries off the pairs are -inf, and exp(-inf) = 0 exactly: only the pairs count.
-    double rest = sum(exp(differences - top)).item();  // sum_ij exp(D_ij - top)
-    double loss_value = top == 0.0 ? std::log1p(rest) : top + std::log(std::exp(-top) + rest);
-    Tensor loss = Tensor::scalar(loss_value, x.dtype());
+    Tensor rest = sum(exp(differences - top));                                                    // sum_ij exp(D_ij - top) []
+    Tensor loss = top + log_one_plus(rest + (exp(-top) - 1.0));                                   // L []
 
-    Tensor weights = exp(differences - loss_value);                                               // W [N, N]
+    Tensor weights = exp(differences - loss);                                                     // W [N, N]
     Tensor dloss_dsimilarities = (sum(weights, 1) - sum(weights, 0)).reshape({N, 1}) * scale;     // scale dL/ds [N, 1]
     return Var::from_op(kLoss, std::move(loss), {x, y},
         [xv, yv, dloss_dsimilarities](const Tensor& dy) -> Grads {

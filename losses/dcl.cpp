@@ -12,16 +12,9 @@ namespace {
 
 constexpr const char* kLoss = "dcl";
 
-// 1 off the diagonal, 0 on it: keep_where keeps the entries where the mask is 1.   [n, n]
-Tensor off_diagonal(int64_t n, Dtype dtype) {
-    Tensor mask = Tensor::full({n, n}, 1.0, Dtype::Float64);
-    for (int64_t i = 0; i < n; ++i) mask.data<double>()[i * n + i] = 0.0;
-    return mask.to(dtype);
-}
-
 // One direction of the loss, for anchors a and partners b (a = u, b = v, or the reverse).
 struct Direction {
-    double loss_sum = 0;      // sum_i D_i(a, b)
+    Tensor loss_sum;          // sum_i D_i(a, b)                                      []
     Tensor dloss_dsame;       // dD/d(a_i·a_k/tau), all rows together: P^aa          [N, N]
     Tensor dloss_dcross;      // dD/d(a_i·b_k/tau): P^ab - I                         [N, N]
 };
@@ -34,7 +27,8 @@ struct Direction {
 // The lse shifts each row by its largest finite entry, so no exp of a positive number.
 Direction one_direction(const Tensor& a, const Tensor& b, double tau) {
     int64_t N = a.size(0);
-    Tensor keep = off_diagonal(N, a.dtype());
+    Tensor identity = identity_like(N, a);                 // I [N, N], on a's device
+    Tensor keep = 1.0 - identity;                          // 1 off the diagonal: keep_where keeps those
     const double minus_infinity = -std::numeric_limits<double>::infinity();
     Tensor same = matmul(a, a, Transpose::Second) / tau;    // a a^T / tau   [N, N]
     Tensor cross = matmul(a, b, Transpose::Second) / tau;   // a b^T / tau   [N, N]
@@ -47,9 +41,9 @@ Direction one_direction(const Tensor& a, const Tensor& b, double tau) {
     Tensor probabilities = shifted / total;                           // P [N, 2N]
 
     Direction direction;
-    direction.loss_sum = sum(lse.reshape({N}) - positives).item();
+    direction.loss_sum = sum(lse.reshape({N}) - positives);
     direction.dloss_dsame = slice(probabilities, 1, 0, N);
-    direction.dloss_dcross = slice(probabilities, 1, N, 2 * N) - (1.0 - keep);
+    direction.dloss_dcross = slice(probabilities, 1, N, 2 * N) - identity;
     return direction;
 }
 
@@ -82,7 +76,7 @@ Var dcl(const Var& u, const Var& v, double tau) {
     const Tensor &uv = u.value(), &vv = v.value();
     Direction u_to_v = one_direction(uv, vv, tau);  // D_i(u, v)
     Direction v_to_u = one_direction(vv, uv, tau);  // D_i(v, u)
-    Tensor loss = Tensor::scalar((u_to_v.loss_sum + v_to_u.loss_sum) / static_cast<double>(N), u.dtype());
+    Tensor loss = (u_to_v.loss_sum + v_to_u.loss_sum) / static_cast<double>(N);  // []
 
     double inverse_N = 1.0 / static_cast<double>(N);
     Tensor A1 = u_to_v.dloss_dsame * inverse_N, C1 = u_to_v.dloss_dcross * inverse_N;  // [N, N]
