@@ -111,6 +111,8 @@ bool loss_reads_the_host(const std::string& name) {
 TEST_CASE("cuda parity: every loss of the registry that runs on the device, value and gradients") {
     // The InfoNCE family runs on the device through its reference path (losses/infonce.cpp).
     for (const char* name : {"infonce", "infonce_symmetric", "ntxent"}) CHECK_MESSAGE(!loss_reads_the_host(name), name);
+    // Converted to tensor math on the inputs' device: they must not fall back to the host list.
+    for (const char* name : {"siglip", "dcl", "debiased", "cosent"}) CHECK_MESSAGE(!loss_reads_the_host(name), name);
     std::vector<std::string> host_only;
     for (const losses::LossDefinition& loss : losses::all_losses()) {
         if (!loss.example || !loss.compute) continue;
