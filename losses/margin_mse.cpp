@@ -9,7 +9,7 @@ namespace {
 
 constexpr const char* kLoss = "margin_mse";
 
-void check_inputs(const Var& q, const Var& p, const Var& n) {
+void check_inputs(const Var& q, const Var& p, const Var& n, const Tensor& label) {
     check_matrix(q, kLoss, "q");
     check_matrix(p, kLoss, "p");
     check_matrix(n, kLoss, "n");
@@ -19,6 +19,7 @@ void check_inputs(const Var& q, const Var& p, const Var& n) {
               "{}: q ({}), p ({}) and n ({}) must have the same dtype", kLoss, dtype_name(q.dtype()),
               dtype_name(p.dtype()), dtype_name(n.dtype()));
     check_min_rows(q.size(0), 1, kLoss, "N (rows of q)");
+    check_data_vector(Var(label), q.size(0), kLoss, "label");
 }
 
 }  // namespace
@@ -33,10 +34,9 @@ void check_inputs(const Var& q, const Var& p, const Var& n) {
 //   dL/dp_i =  dL/dr_i q_i
 //   dL/dn_i = -dL/dr_i q_i
 Var margin_mse(const Var& q, const Var& p, const Var& n, const Tensor& label) {
-    check_inputs(q, p, n);
+    check_inputs(q, p, n, label);
     int64_t N = q.size(0);
-    std::vector<double> label_values = read_values(Var(label), N, kLoss, "label");
-    Tensor labels = Tensor::from_vector(label_values, {N}, q.dtype());  // [N]
+    Tensor labels = label.to(q.dtype()).to(q.value().device());  // [N]
 
     Tensor difference = p.value() - n.value();                           // p - n  [N, d]
     Tensor residual = sum(q.value() * difference, 1) - labels;           // r  [N]

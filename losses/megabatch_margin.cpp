@@ -31,16 +31,20 @@ Tensor hinge_slope(const Tensor& hinge) {
     return (step(hinge) / static_cast<double>(N)).reshape({N, 1});
 }
 
+// j*(i) as an int64 tensor [N] on a's device.
+Tensor hardest_negative_indices(const Tensor& a, const Tensor& p) {
+    int64_t N = a.size(0);
+    Tensor similarities = matmul(a, p, Transpose::Second);  // a p^T  [N, N]
+    Tensor off_diagonal = 1.0 - identity_like(N, a);          // [N, N]
+    // The diagonal at -inf can never be the max; max() returns the first maximum on ties.
+    Tensor negatives = keep_where(similarities, off_diagonal, -std::numeric_limits<double>::infinity());
+    return max(negatives, 1).indices;
+}
+
 }  // namespace
 
 std::vector<int64_t> hardest_negatives(const Tensor& a, const Tensor& p) {
-    int64_t N = a.size(0);
-    Tensor similarities = matmul(a, p, Transpose::Second);  // a p^T  [N, N]
-    Tensor off_diagonal = Tensor::full({N, N}, 1.0, Dtype::Float64);
-    for (int64_t i = 0; i < N; ++i) off_diagonal.data<double>()[i * N + i] = 0.0;
-    // The diagonal at -inf can never be the max; max() returns the first maximum on ties.
-    Tensor negatives = keep_where(similarities, off_diagonal.to(a.dtype()), -std::numeric_limits<double>::infinity());
-    return max(negatives, 1).indices.to_indices();
+    return hardest_negative_indices(a, p).to_indices();
 }
 
 // MegaBatch margin.     a, p: [N, d]     j = j*(i), the hardest negative of row i
@@ -60,17 +64,16 @@ Var megabatch_margin(const Var& a, const Var& p, double pos_margin, double neg_m
     check_inputs(a, p, pos_margin, neg_margin);
     int64_t N = a.size(0);
     const Tensor &av = a.value(), &pv = p.value();
-    std::vector<int64_t> hardest = hardest_negatives(av, pv);        // j*(i)
-    Tensor hardest_p = index_select(pv, Tensor::from_indices(hardest, {N}));  // p_j*(i)  [N, d]
+    Tensor hardest = hardest_negative_indices(av, pv);                      // j*(i)  [N] int64
+    Tensor hardest_p = index_select(pv, hardest);                           // p_j*(i)  [N, d]
     Tensor positive_hinge = pos_margin - sum(av * pv, 1);                   // h  [N]
     Tensor negative_hinge = sum(av * hardest_p, 1) - neg_margin;            // k  [N]
     Tensor loss = mean(relu(positive_hinge) + relu(negative_hinge));        // []
 
     // H_rj = dL/dk_r at j = j*(r), 0 elsewhere: routes each row's negative pull to its p_j*.
-    Tensor negative_slope = hinge_slope(negative_hinge);  // [N, 1]
-    std::vector<double> routing(static_cast<size_t>(N * N), 0.0);
-    for (int64_t r = 0; r < N; ++r) routing[r * N + hardest[r]] = negative_slope.at(r);
-    Tensor H = Tensor::from_vector(routing, {N, N}, a.dtype());
+    // Row r of the identity picked at j*(r) is the one-hot of j*(r).
+    Tensor negative_slope = hinge_slope(negative_hinge);                    // [N, 1]
+    Tensor H = index_select(identity_like(N, av), hardest) * negative_slope;  // [N, N]
 
     return Var::from_op(kLoss, std::move(loss), {a, p},
         [av, pv, hardest_p, positive_slope = hinge_slope(positive_hinge), negative_slope, H](
