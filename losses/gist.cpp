@@ -5,7 +5,6 @@
 
 #include "losses/loss_common.h"
 #include "losses/random_inputs.h"
-#include "losses/softmax_rows.h"
 #include "losses/worked_example.h"
 
 namespace nce::losses {
@@ -33,12 +32,13 @@ void check_inputs(const Var& a, const Var& p, const Var& ga, const Var& gp, doub
 }
 
 // 1 where an entry of a block stays in the softmax, 0 where the guide masks it    [N, N]
-//   masked when guide_similarities_ij > thresholds_i;  the diagonal is set to `diagonal`.
-Tensor kept_entries(const Tensor& guide_similarities, const Tensor& thresholds, double diagonal) {
+//   masked when guide_similarities_ij > thresholds_i;  the diagonal is set to `diagonal`
+//   (every value is 0 or 1, so the products and the sum are exact).
+Tensor kept_entries(const Tensor& guide_similarities, const Tensor& thresholds, const Tensor& identity,
+                    double diagonal) {
     int64_t rows = guide_similarities.size(0);
-    std::vector<double> keep = (1.0 - greater(guide_similarities, thresholds.reshape({rows, 1}))).to_vector();
-    for (int64_t i = 0; i < rows; ++i) keep[i * rows + i] = diagonal;
-    return Tensor::from_vector(keep, {rows, rows}, guide_similarities.dtype());
+    Tensor keep = 1.0 - greater(guide_similarities, thresholds.reshape({rows, 1}));  // [N, N]
+    return keep * (1.0 - identity) + identity * diagonal;
 }
 
 }  // namespace
@@ -71,33 +71,39 @@ Var gist(const Var& a, const Var& p, const Var& ga, const Var& gp, double tau, d
     int64_t N = a.size(0);
     const Tensor &av = a.value(), &pv = p.value(), &gav = ga.value(), &gpv = gp.value();
 
+    Tensor I = identity_like(N, av);                                                                 // [N, N]
     Tensor theta = sum(gav * gpv, 1);                                                                 // [N]
     Tensor thresholds = strategy == GistStrategy::Absolute ? theta - margin : theta * (1.0 - margin);  // [N]
-    Tensor keep = concat({kept_entries(matmul(gav, gpv, Transpose::Second), thresholds, 1.0),   // AP
-                          kept_entries(matmul(gav, gav, Transpose::Second), thresholds, 0.0),   // AA
-                          kept_entries(matmul(gpv, gpv, Transpose::Second), thresholds, 0.0)},  // PP
-                         1);                                                                      // [N, 3N]
+    Tensor keep = concat({kept_entries(matmul(gav, gpv, Transpose::Second), thresholds, I, 1.0),   // AP
+                          kept_entries(matmul(gav, gav, Transpose::Second), thresholds, I, 0.0),   // AA
+                          kept_entries(matmul(gpv, gpv, Transpose::Second), thresholds, I, 0.0)},  // PP
+                         1);                                                                         // [N, 3N]
     Tensor logits = concat({matmul(av, pv, Transpose::Second), matmul(av, av, Transpose::Second),
                             matmul(pv, pv, Transpose::Second)},
-                           1) * (1.0 / tau);                                                      // [N, 3N]
+                           1) * (1.0 / tau);                                                         // [N, 3N]
     logits = keep_where(logits, keep, -std::numeric_limits<double>::infinity());
 
-    std::vector<int64_t> positive_column(static_cast<size_t>(N));
-    for (int64_t i = 0; i < N; ++i) positive_column[i] = i;  // AP_ii, never masked
-    SoftmaxCrossEntropy rows = softmax_cross_entropy_rows(logits, positive_column);
-    Tensor loss = Tensor::scalar(rows.loss_sum / static_cast<double>(N), a.dtype());
+    // Row i's positive is column i (AP_ii, never masked): Y is one-hot there.   [N, 3N]
+    // lse_j l_ij - l_ii = -log P_ii, with log P from log_softmax (each row shifted by its max,
+    // so no exponent is positive; a masked entry has log P = -inf and P = 0).
+    Tensor Y = concat({I, zeros_like(I), zeros_like(I)}, 1);
+    Tensor log_probabilities = log_softmax(logits);                                                  // [N, 3N]
+    Tensor positive_log_probabilities = sum(keep_where(log_probabilities, Y, 0.0), 1);  // log P_ii  [N]
+    // Summed over the rows in float64: a float32 loss is rounded once, at the end.
+    Tensor loss = (-sum(positive_log_probabilities.to(Dtype::Float64)) / static_cast<double>(N)).to(a.dtype());  // []
     // dL/dl [N, 3N]; exactly 0 at the masked entries, whose probability is exp(-inf) = 0.
-    Tensor G = rows.probabilities_minus_targets / static_cast<double>(N);
+    Tensor G = (exp(log_probabilities) - Y) / static_cast<double>(N);
 
     return Var::from_op(kLoss, std::move(loss), {a, p, ga, gp},
-        [av, pv, G, N, inverse_tau = 1.0 / tau, guide_shape = ga.shape(), guide_dtype = ga.dtype()](
+        [av, pv, G, N, inverse_tau = 1.0 / tau, guide_shape = ga.shape(), guide_dtype = ga.dtype(),
+         guide_device = ga.value().device()](
             const Tensor& dy) -> Grads {
             Tensor G_ap = slice(G, 1, 0, N), G_aa = slice(G, 1, N, 2 * N), G_pp = slice(G, 1, 2 * N, 3 * N);
             double scale = dy.item() * inverse_tau;
             // [N, d] each
             Tensor da = (matmul(G_ap, pv) + matmul(G_aa + transpose(G_aa, 0, 1), av)) * scale;
             Tensor dp = (matmul(G_ap, av, Transpose::First) + matmul(G_pp + transpose(G_pp, 0, 1), pv)) * scale;
-            Tensor zero_guide = Tensor::zeros(guide_shape, guide_dtype);  // ga and gp share a shape
+            Tensor zero_guide = Tensor::zeros(guide_shape, guide_dtype, guide_device);  // ga and gp share a shape
             return {da, dp, zero_guide, zero_guide.clone()};
         });
 }
