@@ -85,17 +85,25 @@ struct UnitRows {
     Tensor length;  // [N, 1]   |a_i|
 };
 
-// Each row is first divided by its largest |entry|, so its squares neither overflow nor
-// underflow (the direction is the same); a row that is all zeros has no direction: an error.
-UnitRows unit_prefix_rows(const Tensor& x, int64_t m, const char* name) {
-    Tensor a = slice(x, 1, 0, m);                    // [N, m]
-    Tensor top = max(abs(a), 1, true).values;        // [N, 1]
-    std::vector<double> tops = top.to(Dtype::Float64).to(Device::CPU).to_vector();
-    for (size_t i = 0; i < tops.size(); ++i)
-        NCE_CHECK(tops[i] > 0,
+// A row that is all zeros in its first m columns has no direction: an error naming the first
+// such row. Checked at the smallest prefix only: a row nonzero there is nonzero in every
+// longer one. One value is read on the host; the rows only when one of them is zero.
+void check_nonzero_prefix_rows(const Tensor& x, int64_t m, const char* name) {
+    Tensor zero_rows = 1.0 - step(max(abs(slice(x, 1, 0, m)), 1).values);  // [N], 1 where the prefix is all zeros
+    if (max(zero_rows).item() == 0) return;
+    std::vector<double> zero = zero_rows.to_vector();
+    for (size_t i = 0; i < zero.size(); ++i)
+        NCE_CHECK(zero[i] == 0,
                   "{}: row {} of {} is zero in its first {} columns (prefix size {}), so it cannot be re-normalised to "
                   "unit length; give every row a nonzero entry there, or leave {} out of dims",
                   kLoss, i, name, m, m, m);
+}
+
+// Each row is first divided by its largest |entry|, so its squares neither overflow nor
+// underflow (the direction is the same); rows checked nonzero by check_nonzero_prefix_rows.
+UnitRows unit_prefix_rows(const Tensor& x, int64_t m) {
+    Tensor a = slice(x, 1, 0, m);                    // [N, m]
+    Tensor top = max(abs(a), 1, true).values;        // [N, 1]
     Tensor scaled = a / top;                               // [N, m], largest |entry| 1
     Tensor scaled_length = sqrt(sum(square(scaled), 1, true));  // [N, 1], in [1, sqrt(m)]
     return {scaled / scaled_length, top * scaled_length};
@@ -109,6 +117,47 @@ Tensor through_unit_rows(const Tensor& g, const UnitRows& rows, int64_t d) {
     int64_t N = da.size(0), m = da.size(1);
     if (m == d) return da;
     return concat({da, Tensor::zeros({N, d - m}, da.dtype(), da.device())}, 1);  // [N, d]
+}
+
+// One prefix's InfoNCE and its gradients at dy = 1.   u, v: [N, m], rows at unit length
+struct PrefixInfonce {
+    Tensor loss;        // L_m                float64 []  on u's device (the prefixes are summed in float64)
+    Tensor du, dv;      // dL_m/du, dL_m/dv   [N, m], undefined without a gradient
+    Tensor dloss_dtau;  // dL_m/dtau          float64 []
+};
+
+// On the CPU: infonce_sweep, infonce's fused row-blocked kernel. On another device: the same
+// closed form with the whole logit matrix, one engine op each (as infonce_reference), so that
+// every tensor stays there:
+//   l = u v^T / tau  [N, N]    log P = log_softmax of each row    L_m = -(1/N) sum_i log P_ii
+//   G = (P - I) / N    du = G v / tau    dv = G^T u / tau    dL_m/dtau = -(1/tau) sum_ij G_ij l_ij
+PrefixInfonce prefix_infonce(const Tensor& u, const Tensor& v, double tau, bool with_gradient) {
+    if (u.device() == Device::CPU) {
+        InfonceSweep sweep = infonce_sweep(u, v, Tensor(), tau, with_gradient, LogitBlocking{});
+        return {Tensor::scalar(sweep.loss, Dtype::Float64), sweep.dq, sweep.dp,
+                Tensor::scalar(sweep.dloss_dtau, Dtype::Float64)};
+    }
+    int64_t N = u.size(0);
+    Tensor I = identity_like(N, u);                                             // [N, N]
+    Tensor logits = matmul(u, v, Transpose::Second) / tau;                      // l  [N, N]
+    Tensor log_probabilities = log_softmax(logits);                             // log P  [N, N]
+    Tensor positive_log_probabilities = sum(log_probabilities * I, 1);          // log P_ii  [N]
+    PrefixInfonce prefix;
+    prefix.loss = -sum(positive_log_probabilities.to(Dtype::Float64)) / static_cast<double>(N);
+    if (!with_gradient) return prefix;
+    Tensor G = (exp(log_probabilities) - I) / static_cast<double>(N);          // [N, N]
+    prefix.du = matmul(G, v) / tau;                                             // [N, m]
+    prefix.dv = matmul(G, u, Transpose::First) / tau;                           // [N, m]
+    prefix.dloss_dtau = -sum(G * logits).to(Dtype::Float64) / tau;              // []
+    return prefix;
+}
+
+// dL/dlog_tau = tau · dL/dtau (0 while tau is clamped at 1e-4), in log_tau's shape, dtype and
+// device: log_tau_gradient (loss_common.h) for a dloss_dtau that stays a float64 [] tensor.
+Tensor log_tau_gradient_from(const Temperature& temperature, const Tensor& dloss_dtau, const Var& log_tau) {
+    const Tensor& like = log_tau.value();
+    if (temperature.clamped) return Tensor::zeros(like.shape(), like.dtype(), like.device());
+    return (dloss_dtau * temperature.tau).to(like.dtype()).reshape(like.shape()).to(like.device());
 }
 
 }  // namespace
@@ -163,9 +212,9 @@ std::vector<double> parse_matryoshka_weights(const std::string& text) {
 //   through the slice: dL_m/dq = [ dL_m/da | 0 ]   (columns m..d-1 do not reach L_m)
 //   dL/dq = sum_m (w_m / W) dL_m/dq    dL/dp likewise
 //   dL/dlog_tau = tau · sum_m (w_m / W) dL_m/dtau   (0 while tau is clamped at 1e-4)
-// infonce_sweep, infonce's fused kernel, gives L_m and its gradients at dy = 1 during the
-// forward; the re-normalisation and the slice are applied here, and the node's backward
-// multiplies the sums by dy, as infonce's does.
+// prefix_infonce (infonce's fused kernel on the CPU, its whole-matrix form elsewhere) gives
+// L_m and its gradients at dy = 1 during the forward; the re-normalisation and the slice are
+// applied here, and the node's backward multiplies the sums by dy, as infonce's does.
 Var matryoshka(const Var& q, const Var& p, const Var& log_tau, double tau, const std::vector<int64_t>& dims,
                const std::vector<double>& weights) {
     check_infonce_inputs(q, p, Var(), tau, kLoss);
@@ -179,10 +228,17 @@ Var matryoshka(const Var& q, const Var& p, const Var& log_tau, double tau, const
     for (double w : shares) total_weight += w;
     for (double& w : shares) w /= total_weight;  // w_m / W
 
+    check_nonzero_prefix_rows(q.value(), sizes.front(), "q");
+    check_nonzero_prefix_rows(p.value(), sizes.front(), "p");
+
     std::vector<Var> inputs{q, p};
     if (log_tau.defined()) inputs.push_back(log_tau);
     bool with_gradient = any_needs_gradient(inputs);
-    InfonceSweep total;  // L and its gradients at dy = 1, summed over the prefixes
+    // L and its gradients at dy = 1, summed over the prefixes, on the inputs' device.
+    Device device = q.value().device();
+    Tensor total_loss = Tensor::zeros({}, Dtype::Float64, device);        // []
+    Tensor total_dloss_dtau = Tensor::zeros({}, Dtype::Float64, device);  // []
+    InfonceSweep total;  // its dq, dp: the gradients' sums, for scaled_gradients
     if (with_gradient) {
         total.dq = zeros_like(q.value());  // [N, d]
         total.dp = zeros_like(p.value());  // [N, d]
@@ -190,18 +246,18 @@ Var matryoshka(const Var& q, const Var& p, const Var& log_tau, double tau, const
     for (size_t k = 0; k < sizes.size(); ++k) {
         int64_t m = sizes[k];
         double share = shares[k];
-        UnitRows a = unit_prefix_rows(q.value(), m, "q"), b = unit_prefix_rows(p.value(), m, "p");
-        // The fused kernel is the CPU's; tensors elsewhere are copied to it and back.
-        InfonceSweep prefix = infonce_sweep(a.u.to(Device::CPU), b.u.to(Device::CPU), Tensor(), temperature.tau,
-                                            with_gradient, LogitBlocking{});
-        total.loss += share * prefix.loss;
+        UnitRows a = unit_prefix_rows(q.value(), m), b = unit_prefix_rows(p.value(), m);
+        PrefixInfonce prefix = prefix_infonce(a.u, b.u, temperature.tau, with_gradient);
+        total_loss = total_loss + prefix.loss * share;
         if (!with_gradient) continue;
-        total.dloss_dtau += share * prefix.dloss_dtau;
-        add_inplace(total.dq, through_unit_rows(prefix.dq.to(q.value().device()), a, d) * share);
-        add_inplace(total.dp, through_unit_rows(prefix.dp.to(p.value().device()), b, d) * share);
+        total_dloss_dtau = total_dloss_dtau + prefix.dloss_dtau * share;
+        add_inplace(total.dq, through_unit_rows(prefix.du, a, d) * share);
+        add_inplace(total.dp, through_unit_rows(prefix.dv, b, d) * share);
     }
-    Tensor loss = Tensor::scalar(total.loss, q.dtype());
-    Tensor dloss_dlog_tau = with_gradient ? log_tau_gradient(temperature, total.dloss_dtau, log_tau) : Tensor();
+    Tensor loss = total_loss.to(q.dtype());
+    Tensor dloss_dlog_tau = with_gradient && temperature.learnable
+                                ? log_tau_gradient_from(temperature, total_dloss_dtau, log_tau)
+                                : Tensor();
     return Var::from_op(kLoss, std::move(loss), inputs, scaled_gradients(total, dloss_dlog_tau));
 }
 

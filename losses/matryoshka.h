@@ -6,7 +6,8 @@
 // Derivation: docs/derivations/matryoshka.md.
 //
 // One node whose backward is the closed form: each prefix's InfoNCE gradient (infonce's own
-// closed form, from the same fused kernel, losses/infonce_blocks.h) taken back through the
+// closed form: on the CPU from the same fused kernel, losses/infonce_blocks.h; on another
+// device from the whole logit matrix, so every tensor stays there) taken back through the
 // re-normalisation, d(a/|a|)/da = (I - u u^T)/|a|, and the prefix slice. No autograd runs
 // through primitive ops inside the loss (the spec's rule for every loss).
 #pragma once
