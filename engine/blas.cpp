@@ -8,6 +8,8 @@
 #include <tbb/parallel_for.h>
 #include <tbb/partitioner.h>
 
+#include "engine/cpu/gemm_bfloat16.h"
+#include "engine/gemm_precision.h"
 #include "engine/threads.h"
 
 namespace nce {
@@ -25,6 +27,10 @@ template <typename T>
 void blas_gemm_on_this_thread(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, T alpha,
                               const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
     if (m <= 0 || n <= 0) return;
+    if constexpr (std::is_same_v<T, float>)
+        if (gemm_precision() == GemmPrecision::BFloat16)
+            return cpu::bfloat16_gemm_on_this_thread(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta,
+                                                     c, ldc);
     auto op_a = transpose_a ? CblasTrans : CblasNoTrans, op_b = transpose_b ? CblasTrans : CblasNoTrans;
     if constexpr (std::is_same_v<T, float>)
         cblas_sgemm(CblasRowMajor, op_a, op_b, (int)m, (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c,
@@ -37,6 +43,9 @@ void blas_gemm_on_this_thread(bool transpose_a, bool transpose_b, int64_t m, int
 template <typename T>
 void blas_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
                int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+    if constexpr (std::is_same_v<T, float>)
+        if (gemm_precision() == GemmPrecision::BFloat16)
+            return cpu::bfloat16_gemm(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     int64_t threads = num_threads();
     bool split_rows = m >= n;
     int64_t length = split_rows ? m : n;

@@ -5,6 +5,11 @@
 // OpenBLAS call. One thread pool then serves both the loops and the GEMMs, so the two never
 // spin against each other for the same cores, and every element of C is summed by one call
 // in OpenBLAS's fixed order: the same inputs and thread count give the same bits.
+//
+// float32 products follow the engine's GEMM precision (engine/gemm_precision.h): in
+// BFloat16 mode they go to oneDNN with bfloat16-rounded operands instead
+// (engine/cpu/gemm_bfloat16.h), split over the same threads the same way. float64 products
+// are always OpenBLAS's.
 #pragma once
 #include <cstdint>
 

@@ -6,6 +6,7 @@
 #include "engine/backend.h"
 #include "engine/dtype.h"
 #include "engine/error.h"
+#include "engine/gemm_precision.h"
 #include "engine/gradcheck.h"
 #include "engine/graph_dot.h"
 #include "engine/npy.h"
