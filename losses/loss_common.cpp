@@ -85,7 +85,9 @@ double read_scalar(const Var& x, const char* loss, const char* name) {
     return value;
 }
 
-Tensor scalar_like(const Var& like, double value) { return Tensor::full(like.shape(), value, like.dtype()); }
+Tensor scalar_like(const Var& like, double value) {
+    return Tensor::full(like.shape(), value, like.dtype(), like.value().device());
+}
 
 Tensor identity_like(int64_t n, const Tensor& like) {
     Tensor identity = Tensor::zeros({n, n}, Dtype::Float64);

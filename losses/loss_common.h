@@ -24,7 +24,7 @@ Temperature resolve_temperature(const Var& log_tau, double tau, const char* loss
 
 // dL/dlog_tau from dL/dtau: tau = exp(log_tau) gives dtau/dlog_tau = tau, so
 // dL/dlog_tau = tau · dL/dtau; it is 0 while the clamp holds (tau is then a constant).
-// Returned in log_tau's shape and dtype. Undefined when the temperature is not learnable.
+// Returned in log_tau's shape and dtype, on its device. Undefined when the temperature is not learnable.
 Tensor log_tau_gradient(const Temperature& temperature, double dloss_dtau, const Var& log_tau);
 
 // A float matrix [rows, d] with finite entries; `name` is the input's name in the spec.
@@ -48,7 +48,7 @@ void check_data_vector(const Var& data, int64_t n, const char* loss, const char*
 // A one-element float input (log_scale, bias) as double; checks it.
 double read_scalar(const Var& x, const char* loss, const char* name);
 
-// A tensor of `like`'s dtype holding one value, shaped like `like` ([] or [1]).
+// A tensor of `like`'s dtype holding one value, shaped like `like` ([] or [1]), on its device.
 Tensor scalar_like(const Var& like, double value);
 // The n x n identity in `like`'s dtype, on `like`'s device (made on the host, then copied).   [n, n]
 Tensor identity_like(int64_t n, const Tensor& like);
