@@ -113,6 +113,8 @@ TEST_CASE("cuda parity: every loss of the registry that runs on the device, valu
     for (const char* name : {"infonce", "infonce_symmetric", "ntxent"}) CHECK_MESSAGE(!loss_reads_the_host(name), name);
     // Converted to tensor math on the inputs' device: they must not fall back to the host list.
     for (const char* name : {"siglip", "dcl", "debiased", "cosent"}) CHECK_MESSAGE(!loss_reads_the_host(name), name);
+    for (const char* name : {"margin_mse", "megabatch_margin", "gist", "matryoshka"})
+        CHECK_MESSAGE(!loss_reads_the_host(name), name);
     std::vector<std::string> host_only;
     for (const losses::LossDefinition& loss : losses::all_losses()) {
         if (!loss.example || !loss.compute) continue;
@@ -143,7 +145,10 @@ TEST_CASE("cuda parity: every loss of the registry that runs on the device, valu
                 REQUIRE(value.value().device() == device);
                 value.backward();
                 std::vector<Tensor> results{value.value()};
-                for (const std::string& input : differentiable) results.push_back(arguments.inputs.at(input).grad());
+                for (const std::string& input : differentiable) {
+                    results.push_back(arguments.inputs.at(input).grad());
+                    CHECK_MESSAGE(results.back().device() == device, input, "'s gradient is not on the device");
+                }
                 return results;
             };
             const std::vector<Tensor> cpu = run(Device::CPU), cuda = run(Device::CUDA);
