@@ -1,5 +1,6 @@
 // nce bench loss NAME --n N --d D [--neg M] [--threads T] [--reps R] [--warmup W]
 //                 [--tau TAU] [--block-rows B] [--dtype float32|float64] [--device cpu|cuda]
+//                 [--gemm-precision float32|bfloat16]
 //
 // Times the forward and backward of one loss and prints one JSON line: the median and
 // fastest run in milliseconds and the process's peak resident memory (getrusage), so that
@@ -20,6 +21,10 @@
 // The InfoNCE family runs there through its reference path (--block-rows does not apply);
 // a loss whose code still reads tensors on the host stops with the engine's one-line error.
 // Without a usable GPU the command stops first with one line (apps/device_option.h).
+//
+// --gemm-precision bfloat16: the float32 GEMMs round their operands to bfloat16 and
+// accumulate in float32 (apps/gemm_precision_option.h); the line says which precision ran
+// and oneDNN's ISA. It changes float32 GEMMs only, so --dtype float64 with it is an error.
 #include <fmt/core.h>
 #include <sys/resource.h>
 
@@ -34,6 +39,7 @@
 
 #include "apps/commands.h"
 #include "apps/device_option.h"
+#include "apps/gemm_precision_option.h"
 #include "engine/nce.h"
 #include "losses/losses.h"
 
@@ -52,6 +58,7 @@ struct BenchLossOptions {
     int64_t block_rows = 0;  // 0: automatic
     std::string dtype = "float32";
     std::string device = "cpu";
+    std::string gemm_precision;  // "": the engine's setting
 };
 
 // [rows, d] standard normal rows divided by their length, drawn directly in `dtype` (no
@@ -121,6 +128,9 @@ int run(const BenchLossOptions& options) {
     Dtype dtype = options.dtype == "float32" ? Dtype::Float32 : Dtype::Float64;
     const Device device = require_device(options.device);
     if (options.threads > 0) set_num_threads(options.threads);
+    NCE_CHECK(options.gemm_precision != "bfloat16" || dtype == Dtype::Float32,
+              "bench loss: --gemm-precision bfloat16 changes float32 GEMMs only; use --dtype float32");
+    apply_gemm_precision(options.gemm_precision, device);
 
     bool infonce_family = options.name == "infonce" || options.name == "infonce_symmetric";
     NCE_CHECK(infonce_family || (options.negatives == 0 && options.block_rows == 0),
@@ -176,6 +186,7 @@ int run(const BenchLossOptions& options) {
     }
     line["peak_rss_mib"] = peak_resident_mebibytes();
     line["blas_core"] = blas_core_name();
+    add_gemm_precision_fields(line);
     line["loss"] = loss;
     line["times_ms"] = milliseconds;
     fmt::print("{}\n", line.dump());
@@ -203,6 +214,7 @@ void add_bench_loss_command(CLI::App& bench, int& exit_code) {
         ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
     command->add_option("--dtype", options->dtype, "float32 (default) or float64");
     command->add_option("--device", options->device, "cpu (default) or cuda (needs a GPU and a build with CUDA)");
+    command->add_option("--gemm-precision", options->gemm_precision, kGemmPrecisionHelp);
     command->callback([options, &exit_code] { exit_code = run(*options); });
 }
 

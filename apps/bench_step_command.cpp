@@ -1,5 +1,5 @@
 // nce bench step --model sig_predictor|text_encoder [--batch B] [--seq T] [--threads N] [--reps R]
-//                 [--checkpoint-activations] [--device cpu|cuda]
+//                 [--checkpoint-activations] [--device cpu|cuda] [--gemm-precision float32|bfloat16]
 //
 // Times one whole training step of one of the two models and prints one JSON line: the
 // median and fastest step in milliseconds, samples per second (batch / median) and the
@@ -23,7 +23,9 @@
 // cpu_ms is the median CPU time of a step summed over the process's threads (wall-clock
 // time on a busy machine includes waiting for a core; CPU time much less so).
 // The first `--warmup` steps (default 1) fill the allocator's caches and create AdamW's
-// moments and are left out of the timing.
+// moments and are left out of the timing. --gemm-precision bfloat16 runs the step's float32
+// GEMMs on bfloat16-rounded operands with float32 accumulation (apps/gemm_precision_option.h);
+// the line says which precision ran.
 //
 // Memory. peak_allocated_mib is the most memory the engine's tensors held at once during the
 // timed steps (CachingAllocator's peak of bytes in use, reset after the warmup), which the
@@ -58,6 +60,7 @@
 
 #include "apps/commands.h"
 #include "apps/device_option.h"
+#include "apps/gemm_precision_option.h"
 #include "distributed/collectives.h"
 #include "distributed/data_parallel.h"
 #include "distributed/distributed_losses.h"
@@ -82,6 +85,7 @@ struct BenchStepOptions {
     int warmup = 1;
     bool checkpoint_activations = false;
     std::string device = "cpu";
+    std::string gemm_precision;  // "": the engine's setting
 };
 
 constexpr int64_t kSigInDim = 2048, kSigOutDim = 256, kTextVocabulary = 8000;
@@ -225,6 +229,7 @@ int run(const BenchStepOptions& options) {
     NCE_CHECK(device == Device::CPU || distributed::world().size() == 1,
               "bench step: --device cuda runs in one process; start it without mpirun");
     if (options.threads > 0) set_num_threads(options.threads);
+    apply_gemm_precision(options.gemm_precision, device);
 
     StepRunner runner = make_runner(options.model, batch, seq, options.checkpoint_activations, device);
     double loss = 0;
@@ -264,6 +269,7 @@ int run(const BenchStepOptions& options) {
             static_cast<double>(CachingAllocator::host().stats().peak_bytes_in_use) / (1024.0 * 1024.0);
     line["peak_rss_mib"] = peak_resident_mebibytes();
     line["blas_core"] = blas_core_name();
+    add_gemm_precision_fields(line);
     line["cpu_ms"] = median_of(cpu_milliseconds);
     line["last_loss"] = loss;
     line["times_ms"] = milliseconds;
@@ -293,6 +299,7 @@ void add_bench_step_command(CLI::App& bench, int& exit_code) {
     command->add_flag("--checkpoint-activations", options->checkpoint_activations,
                       "recompute each encoder layer in the backward instead of keeping its activations");
     command->add_option("--device", options->device, "cpu (default) or cuda (needs a GPU and a build with CUDA)");
+    command->add_option("--gemm-precision", options->gemm_precision, kGemmPrecisionHelp);
     command->callback([options, &exit_code] { exit_code = run(*options); });
 }
 

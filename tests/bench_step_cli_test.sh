@@ -29,7 +29,7 @@ for model in text_encoder sig_predictor; do
     if [[ $(wc -l <"$out") -eq 1 ]]; then pass "$model: one line"; else fail "$model: $(wc -l <"$out") lines"; fi
     missing=""
     for name in bench side name model batch seq dtype threads reps median_ms min_ms samples_per_s \
-                checkpoint_activations peak_allocated_mib peak_rss_mib blas_core cpu_ms last_loss; do
+                checkpoint_activations peak_allocated_mib peak_rss_mib blas_core gemm_precision cpu_ms last_loss; do
         [[ -n "$(field "$name" "$out")" ]] || missing="$missing $name"
     done
     if [[ -z "$missing" ]]; then pass "$model: every field"; else fail "$model: missing fields:$missing"; fi
@@ -42,6 +42,17 @@ for model in text_encoder sig_predictor; do
         pass "$model: the same loss from a second run"
     else
         fail "$model: loss $(field last_loss "$out") then $(field last_loss "$scratch/again.json")"
+    fi
+    # --gemm-precision bfloat16: the same steps with bfloat16-rounded GEMM operands end near
+    # the float32 loss (within 5%), not on it.
+    NCE_NUM_THREADS=2 "$nce" bench step --model "$model" --batch 3 --seq 4 --reps 2 --gemm-precision bfloat16 \
+        >"$scratch/bf16.json" 2>"$scratch/err"
+    if [[ "$(field gemm_precision "$out")" == '"float32"' && "$(field gemm_precision "$scratch/bf16.json")" == '"bfloat16"' ]] &&
+        awk -v a="$(field last_loss "$out")" -v b="$(field last_loss "$scratch/bf16.json")" \
+            'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d > 0 && d <= 0.05 * (a < 0 ? -a : a)) }'; then
+        pass "$model: --gemm-precision bfloat16 loss $(field last_loss "$scratch/bf16.json"), float32 $(field last_loss "$out")"
+    else
+        fail "$model: --gemm-precision bfloat16: $(cat "$scratch/bf16.json" "$scratch/err")"
     fi
 done
 
@@ -90,6 +101,7 @@ expect_error() {
     fi
 }
 expect_error "--model" --model resnet
+expect_error "use float32 or bfloat16" --model text_encoder --gemm-precision half
 expect_error "at least 2 rows" --model text_encoder --batch 1
 expect_error "--reps" --model text_encoder --reps 0
 
