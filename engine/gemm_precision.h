@@ -6,9 +6,9 @@
 //     multiplies them with float32 accumulation and a float32 result
 //     (engine/cpu/gemm_bfloat16.h).
 //
-// Only the GEMMs change: everything around them (softmax, layer norm, the losses'
-// reductions, optimizer state, master weights) stays float32, and float64 GEMMs are never
-// touched. It comes from NCE_GEMM_PRECISION (float32 or bfloat16; default float32) the
+// Only the CPU backend's GEMMs change (the CUDA backend's cuBLAS products stay float32):
+// everything around them (softmax, layer norm, the losses' reductions, optimizer state,
+// master weights) stays float32, and float64 GEMMs are never touched. It comes from NCE_GEMM_PRECISION (float32 or bfloat16; default float32) the
 // first time anything asks, or from set_gemm_precision().
 #pragma once
 #include <string>

@@ -10,14 +10,20 @@
 // |bf16(x) - x| <= 2^-8 |x|. A product of two bfloat16 numbers (16 significant bits) is
 // exact in float32; oneDNN's matmul (bf16 x bf16 -> f32) sums them in float32 and applies
 // alpha and beta in float32, so apart from the operands' rounding the result carries only
-// the float32 rounding of the sum, as in float32 mode. Where the CPU has AVX512_BF16 (or
-// AMX) the multiply-adds run on bfloat16 pairs, twice as many per instruction as float32
-// FMAs on cores that issue them as fast (the reason for the mode).
+// the float32 rounding of the sum, as in float32 mode.
+//
+// Whether it is faster than float32 depends on the CPU. It pays where bfloat16 dot products
+// (AVX512_BF16's vdpbf16ps, two products per lane) issue as fast as float32 FMAs, which
+// doubles the peak (issue 20 reports 472 GFLOP/s from oneDNN on an AMD Zen 5 whose float32
+// peak is 441), or where oneDNN finds AMX. Where they issue at half the FMA rate it cannot: on the 2-core Intel Xeon (AVX512_BF16, no AMX) this was written on,
+// a register-only loop measured 102 GFLOP/s per core in vdpbf16ps against 202 in float32
+// FMAs, and oneDNN's bfloat16 matmul ran at about 90 against OpenBLAS's 165 in sgemm.
 //
 // How a product runs:
-//   - the operands are rounded into dense bfloat16 buffers (round_to_bfloat16, below; it
-//     runs as fast as oneDNN's own f32->bf16 reorder, measured), each in its own
-//     orientation: oneDNN reads a transposed operand through its strides;
+//   - the operands are rounded into dense bfloat16 buffers (round_to_bfloat16, below, in a
+//     loop the compiler vectorises: as fast as oneDNN's f32->bf16 reorder on 1.5 M elements,
+//     up to 20% slower on 16 M, measured; about 5% of a bfloat16 InfoNCE step), each in its
+//     own orientation: oneDNN reads a transposed operand through its strides;
 //   - oneDNN runs single-threaded on the calling thread (OpenMP's team size is set to 1
 //     around each call: Debian's oneDNN uses OpenMP), and the engine splits C over its
 //     oneTBB threads as engine/blas.h does for OpenBLAS, by rows when it can (the shared
