@@ -37,6 +37,9 @@ const ModelConfig& validate_config(const ModelConfig& config) {
                   c.max_len);
         NCE_CHECK(c.out_dim >= 0, "model config: out_dim must be >= 0 (0: no output projection), got {}", c.out_dim);
     }
+    NCE_CHECK(c.kind == "text_encoder" || c.lexical_dim == 0,
+              "model config: lexical_dim is a text_encoder's (a sig_predictor has no lexical head), got {}",
+              c.lexical_dim);
     NCE_CHECK(c.d_model > 0, "model config: d_model must be positive, got {}", c.d_model);
     NCE_CHECK(c.nhead > 0 && c.d_model % c.nhead == 0,
               "model config: nhead {} must be positive and divide d_model {} (each head gets d_model / nhead)",
@@ -61,7 +64,8 @@ const ModelConfig& validate_config(const ModelConfig& config) {
                                Range{"d_model", c.d_model, 1, kMaxModelWidth},
                                Range{"dim_feedforward", c.dim_feedforward, 1, kMaxModelWidth},
                                Range{"num_layers", c.num_layers, 1, kMaxNumLayers},
-                               Range{"out_dim", c.out_dim, text ? 0 : 1, kMaxModelWidth}})
+                               Range{"out_dim", c.out_dim, text ? 0 : 1, kMaxModelWidth},
+                               Range{"lexical_dim", c.lexical_dim, 0, kMaxModelWidth}})
         NCE_CHECK(range.value >= range.low && range.value <= range.high,
                   "model config: {} = {} is outside the allowed range [{}, {}]", range.field, range.value, range.low,
                   range.high);
@@ -93,6 +97,11 @@ std::map<std::string, Shape> parameter_shapes(const ModelConfig& config) {
         shapes["token_embedding.weight"] = {c.vocab_size, d};
         shapes["position_embedding.weight"] = {c.max_len, d};
         if (c.out_dim > 0) linear("output_proj", d, c.out_dim);
+        if (c.lexical_dim > 0) {
+            shapes["lexical_norm.weight"] = {d};
+            shapes["lexical_norm.bias"] = {d};
+            linear("lexical_proj", d, c.lexical_dim);
+        }
     }
     // nn.TransformerEncoderLayer's tensors (transformer_encoder_layer.h, multi_head_attention.h).
     for (int64_t i = 0; i < c.num_layers; ++i) {

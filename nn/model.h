@@ -22,6 +22,9 @@ struct ModelConfig {
     bool norm_first = false;            // false: post-norm (PyTorch's default)
     double layer_norm_eps = 1e-5;
     int64_t out_dim = 0;                // 0: no output projection (text_encoder only)
+    // text_encoder only: the width of the lexical head (nn/text_encoder.h), whose vector of
+    // lexical_dim numbers is joined to the mean-pooled one; 0: none (the mean alone).
+    int64_t lexical_dim = 0;
     // Learnable temperature log_tau (initialised to log 0.07); training keeps
     // tau = exp(log_tau) in [min_temperature, max_temperature] (EmbeddingModel::clamp_temperature).
     bool learnable_temperature = false;

@@ -257,10 +257,14 @@ void add_model_checks(CheckRegistry& registry) {
             },
             /*constant_data=*/{0}});
     }
+    ModelConfig lexical = tiny_config("text_encoder", 1, "gelu", true, 0, 0);
+    lexical.lexical_dim = 6;  // the lexical head: max over tokens of log(1 + relu(...))
     for (const ModelConfig& config : {tiny_config("text_encoder", 1, "relu", true, 0, 0),
-                                      tiny_config("text_encoder", 2, "gelu", false, 0.2, 3)}) {
+                                      tiny_config("text_encoder", 2, "gelu", false, 0.2, 3), lexical}) {
         add_module_check<TextEncoder>(registry, {"text_encoder",
-            config.dropout > 0 ? "ids [2,4], 2 layers, out 3, dropout on" : "ids [2,4], 1 pre-norm layer, no out",
+            config.lexical_dim > 0 ? "ids [2,4], 1 pre-norm layer, lexical head 6"
+            : config.dropout > 0   ? "ids [2,4], 2 layers, out 3, dropout on"
+                                   : "ids [2,4], 1 pre-norm layer, no out",
             [config](Generator& g, Dtype dtype) { return std::make_unique<TextEncoder>(config, g, dtype); },
             [](Generator&) { return std::vector<Tensor>{Tensor::from_indices({6, 0, 3, 3, 1, 5, 2, 4}, {2, 4})}; },
             [config, mask](TextEncoder& model, const std::vector<Var>& x) {

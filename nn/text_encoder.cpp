@@ -1,6 +1,7 @@
 #include "nn/text_encoder.h"
 
 #include <numeric>
+#include <vector>
 
 #include "nn/model_parts.h"
 
@@ -21,6 +22,12 @@ TextEncoder::TextEncoder(const ModelConfig& config, Generator& generator, Dtype 
     register_module("position_embedding", position_embedding);
     register_module("encoder", encoder);
     if (output_proj) register_module("output_proj", *output_proj);
+    if (config.lexical_dim > 0) {  // drawn after every other parameter: the rest start as without it
+        lexical_norm.emplace(config.d_model, config.layer_norm_eps, dtype);
+        lexical_proj.emplace(config.d_model, config.lexical_dim, generator, dtype);
+        register_module("lexical_norm", *lexical_norm);
+        register_module("lexical_proj", *lexical_proj);
+    }
 }
 
 Var TextEncoder::encode(const Tensor& input, const Tensor& mask, Generator* generator) {
@@ -41,9 +48,18 @@ Var TextEncoder::encode(const Tensor& input, const Tensor& mask, Generator* gene
     Var position_vectors = position_embedding.forward(Tensor::from_indices(positions, {tokens}).to(input.device()));  // [T, D]
     Var embedded = token_vectors + position_vectors;                 // [B, T, D] (positions broadcast over B)
 
-    Var pooled = masked_mean_pool(encoder.forward(embedded, mask, generator), mask);  // [B, D]
-    if (output_proj) pooled = output_proj->forward(pooled);                           // [B, out_dim]
-    return l2_normalize(pooled);
+    Var states = encoder.forward(embedded, mask, generator);  // [B, T, D]
+    Var pooled = masked_mean_pool(states, mask);              // [B, D]
+    if (output_proj) pooled = output_proj->forward(pooled);   // [B, out_dim]
+    if (!lexical_proj) return l2_normalize(pooled);
+    // The lexical head (text_encoder.h): s >= 0, so zeroing the padding keeps it out of the max.
+    Var strengths = log(relu(lexical_proj->forward(lexical_norm->forward(states))) + 1.0);  // [B, T, E]
+    std::vector<double> is_token = mask.to(Device::CPU).to(Dtype::Float64).to_vector();
+    for (double& value : is_token) value = value != 0 ? 1.0 : 0.0;
+    Var real_tokens(Tensor::from_vector(is_token, {batch, tokens, 1}, strengths.value().dtype())
+                        .to(strengths.value().device()));                                  // [B, T, 1]: 1 or 0
+    Var lexical = max(strengths * real_tokens, 1);                                          // [B, E]
+    return l2_normalize(concat({l2_normalize(pooled), l2_normalize(lexical)}, 1));          // [B, D' + E]
 }
 
 }  // namespace nce::nn

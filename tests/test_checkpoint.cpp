@@ -344,6 +344,13 @@ nn::ModelConfig small_text_encoder() {
     return config;
 }
 
+// The same with the lexical head (nn/text_encoder.h): its lexical_norm and lexical_proj.
+nn::ModelConfig small_lexical_text_encoder() {
+    nn::ModelConfig config = small_text_encoder();
+    config.lexical_dim = 6;
+    return config;
+}
+
 // A mask [B, T] with left padding, a gap, a full row and a one-token row.
 Tensor awkward_mask(int64_t rows, int64_t length) {
     std::vector<int64_t> values(rows * length, 1);
@@ -381,7 +388,7 @@ Tensor embed(nn::EmbeddingModel& model, const Tensor& input, const Tensor& mask,
 }
 
 TEST_CASE("checkpoint: a config survives JSON, and bad configs are errors naming the key") {
-    for (nn::ModelConfig config : {small_sig_predictor(), small_text_encoder()}) {
+    for (nn::ModelConfig config : {small_sig_predictor(), small_text_encoder(), small_lexical_text_encoder()}) {
         config.learnable_temperature = true;
         config.min_temperature = 0.02;
         config.layer_norm_eps = 1e-6;
@@ -398,6 +405,14 @@ TEST_CASE("checkpoint: a config survives JSON, and bad configs are errors naming
     nlohmann::json without_temperature = json;
     for (const char* key : {"learnable_temperature", "min_temperature", "max_temperature"}) without_temperature.erase(key);
     CHECK_FALSE(nn::config_from_json(without_temperature.dump(), "test").learnable_temperature);
+    // lexical_dim is written only for a lexical head, and read as 0 when absent.
+    CHECK_FALSE(json.contains("lexical_dim"));
+    CHECK(nn::config_from_json(json.dump(), "test").lexical_dim == 0);
+    CHECK(nlohmann::json::parse(nn::config_to_json(small_lexical_text_encoder())).at("lexical_dim") == 6);
+    nlohmann::json lexical_predictor = nlohmann::json::parse(nn::config_to_json(small_sig_predictor()));
+    lexical_predictor["lexical_dim"] = 4;
+    CHECK_ERROR_MENTIONS(nn::validate_config(nn::config_from_json(lexical_predictor.dump(), "test")),
+                         "lexical_dim is a text_encoder's");
 
     nlohmann::json missing = json;
     missing.erase("d_model");
@@ -416,7 +431,7 @@ TEST_CASE("checkpoint: a config survives JSON, and bad configs are errors naming
 
 TEST_CASE("checkpoint: a saved model loads back to the same embeddings, in either dtype") {
     TemporaryDirectory folder;
-    for (const nn::ModelConfig& config : {small_sig_predictor(), small_text_encoder()}) {
+    for (const nn::ModelConfig& config : {small_sig_predictor(), small_text_encoder(), small_lexical_text_encoder()}) {
         for (Dtype saved_dtype : kFloatDtypes) {
             CAPTURE(config.kind);
             CAPTURE(dtype_name(saved_dtype));
@@ -746,7 +761,7 @@ TEST_CASE("checkpoint: a config needing more parameters than the file holds is r
 }
 
 TEST_CASE("checkpoint: parameter_shapes lists exactly the parameters make_model builds") {
-    for (nn::ModelConfig config : {small_sig_predictor(), small_text_encoder()}) {
+    for (nn::ModelConfig config : {small_sig_predictor(), small_text_encoder(), small_lexical_text_encoder()}) {
         for (bool temperature : {false, true}) {
             for (int64_t out_dim : {int64_t{0}, int64_t{3}}) {
                 config.learnable_temperature = temperature;

@@ -4,6 +4,7 @@
 // replay; every registered gradient check; and the one-line errors for bad input.
 #include <cmath>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -176,6 +177,13 @@ ModelConfig text_encoder_config() {
     config.dropout = 0.1;
     config.norm_first = true;
     return config;
+}
+
+// Moves the lexical head off its initial values (a random LayerNorm scale and shift, a
+// bias that leaves some units below zero), so the test sees every part of it at work.
+void randomise_lexical_head(TextEncoder& model, Generator& generator) {
+    for (Var* parameter : {&model.lexical_norm->weight, &model.lexical_norm->bias, &model.lexical_proj->bias})
+        parameter->set_value(generator.normal(parameter->shape(), Dtype::Float64));
 }
 
 std::vector<std::string> parameter_names(Module& module) {
@@ -536,6 +544,51 @@ TEST_CASE("text_encoder: position t is token t's, so the same tokens shifted giv
     // Right padding is invisible: the three tokens alone give the same embedding.
     Var alone = model->encode(Tensor::from_indices({4, 9, 2}, {1, 3}), Tensor::from_indices({1, 1, 1}, {1, 3}), nullptr);
     CHECK(max_abs_difference(right.value(), alone.value()) < 1e-12);
+}
+
+TEST_CASE("text_encoder: the lexical head is [mean ; max over real tokens of log(1 + relu)], both halves unit vectors") {
+    Generator generator(26), same_start(26);
+    ModelConfig config = text_encoder_config();
+    config.dropout = 0;
+    auto plain = make_model(config, same_start, Dtype::Float64);
+    config.lexical_dim = 5;
+    auto built = make_model(config, generator, Dtype::Float64);
+    auto& model = dynamic_cast<TextEncoder&>(*built);
+    // Every parameter the plain model has starts the same: the head's are drawn last.
+    std::map<std::string, Var*> with_head;
+    for (auto& [name, parameter] : model.named_parameters()) with_head[name] = parameter;
+    CHECK(with_head.size() == plain->named_parameters().size() + 4);  // lexical_norm and lexical_proj
+    for (auto& [name, parameter] : plain->named_parameters())
+        CHECK_MESSAGE(max_abs_difference(parameter->value(), with_head.at(name)->value()) == 0, name);
+    randomise_lexical_head(model, generator);
+
+    const int64_t B = 2, T = 4, D = 8, E = 5;
+    Tensor ids = Tensor::from_indices({3, 7, 7, 12, 0, 5, 19, 0}, {B, T});
+    Tensor mask = Tensor::from_indices({1, 1, 1, 1, 0, 1, 0, 0}, {B, T});  // row 1: one token amid padding
+    Tensor out = model.encode(ids, mask, nullptr).value();
+    REQUIRE(out.shape() == Shape{B, D + E});
+    // The reference: the plain model's mean half, and the max of log(1 + relu) over the real
+    // tokens, by loops over the head's own token states.
+    Values mean_half = plain->encode(ids, mask, nullptr).value().to_vector();
+    std::vector<int64_t> positions{0, 1, 2, 3};
+    Var states = model.encoder.forward(model.token_embedding.forward(ids) +
+                                           model.position_embedding.forward(Tensor::from_indices(positions, {T})),
+                                       mask, nullptr);
+    Values z = model.lexical_proj->forward(model.lexical_norm->forward(states)).value().to_vector();  // [B, T, E]
+    Values mask_values = mask.to(Dtype::Float64).to_vector(), expected;
+    for (int64_t b = 0; b < B; ++b) {
+        Values lexical(E, 0.0);
+        for (int64_t e = 0; e < E; ++e)
+            for (int64_t t = 0; t < T; ++t)
+                if (mask_values[b * T + t] != 0)
+                    lexical[e] = std::max(lexical[e], std::log(1 + std::max(0.0, z[(b * T + t) * E + e])));
+        double norm = 0;
+        for (double value : lexical) norm += value * value;
+        norm = std::sqrt(norm);
+        for (int64_t d = 0; d < D; ++d) expected.push_back(mean_half[b * D + d] / std::sqrt(2.0));
+        for (double value : lexical) expected.push_back(value / norm / std::sqrt(2.0));
+    }
+    check_values(out, expected, 1e-12, "lexical text_encoder");
 }
 
 TEST_CASE("models: dropout in training replays exactly from the same generator offset") {
