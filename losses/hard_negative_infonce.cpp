@@ -51,7 +51,7 @@ double log_largest_finite(Dtype dtype) {
 // dL/dp = (dL/dl)^T · q / tau         [N, N]^T·[N, d]
 // dL/dtau = -(1/tau) sum_ij dL/dl_ij · l_ij = -(1/tau) sum(q ⊙ dL/dq)
 //           because sum_j dL/dl_ij l_ij = q_i · (dL/dl · p)_i / tau = q_i · dL/dq_i
-// dL/dlog_tau = tau · dL/dtau         (0 while tau sits at its floor 1e-4)
+// dL/dlog_tau = tau · dL/dtau = -sum(q ⊙ dL/dq)    (0 while tau sits at its floor 1e-4)
 Var hard_negative_infonce(const Var& q, const Var& p, const Tensor& qid, const Var& log_tau, double tau,
                           double weight) {
     check_matrix(q, kLoss, "q");
@@ -103,9 +103,9 @@ Var hard_negative_infonce(const Var& q, const Var& p, const Tensor& qid, const V
          log_tau_like = log_tau.detach()](const Tensor& dloss) -> Grads {
             Tensor dlogits = soft_target_cross_entropy_gradient(probabilities, targets);  // (P - I) / N  [N, N]
             if (penalty_gradient.defined()) dlogits = dlogits + penalty_gradient;         // + H
-            dlogits = dlogits * dloss.item();
-            LogitGradients gradients = backward_through_logits(dlogits, qv, pv, temperature.tau);
-            return {gradients.dq, gradients.dp, log_tau_gradient(temperature, gradients.dtau, log_tau_like)};
+            dlogits = dlogits * dloss;
+            LogitGradients gradients = backward_through_logits(dlogits, qv, pv, temperature, log_tau_like);
+            return {gradients.dq, gradients.dp, gradients.dlog_tau};
         });
 }
 

@@ -37,7 +37,7 @@ Tensor group_average_targets(const std::vector<int64_t>& qid, Dtype dtype) {
 // dL/dp = (dL/dl)^T · q / tau         [N, N]^T·[N, d]
 // dL/dtau = -(1/tau) sum_ij dL/dl_ij · l_ij = -(1/tau) sum(q ⊙ dL/dq)
 //           because sum_j dL/dl_ij l_ij = q_i · (dL/dl · p)_i / tau = q_i · dL/dq_i
-// dL/dlog_tau = tau · dL/dtau         (0 while tau sits at its floor 1e-4)
+// dL/dlog_tau = tau · dL/dtau = -sum(q ⊙ dL/dq)    (0 while tau sits at its floor 1e-4)
 Var multi_positive(const Var& q, const Var& p, const Tensor& qid, const Var& log_tau, double tau) {
     check_matrix(q, kLoss, "q");
     check_matrix(p, kLoss, "p");
@@ -58,9 +58,9 @@ Var multi_positive(const Var& q, const Var& p, const Tensor& qid, const Var& log
     return Var::from_op(kLoss, forward.loss, {q, p, log_tau},
         [qv = q.value(), pv = p.value(), probabilities = forward.probabilities, targets, temperature,
          log_tau_like = log_tau.detach()](const Tensor& dloss) -> Grads {
-            Tensor dlogits = soft_target_cross_entropy_gradient(probabilities, targets) * dloss.item();  // [N, N]
-            LogitGradients gradients = backward_through_logits(dlogits, qv, pv, temperature.tau);
-            return {gradients.dq, gradients.dp, log_tau_gradient(temperature, gradients.dtau, log_tau_like)};
+            Tensor dlogits = soft_target_cross_entropy_gradient(probabilities, targets) * dloss;  // [N, N]
+            LogitGradients gradients = backward_through_logits(dlogits, qv, pv, temperature, log_tau_like);
+            return {gradients.dq, gradients.dp, gradients.dlog_tau};
         });
 }
 

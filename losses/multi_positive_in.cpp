@@ -60,7 +60,7 @@ Tensor query_ids_with_a_real_group(Generator& generator, int64_t rows) {
 // dL/dq = dL/dl · p / tau                [N, N]·[N, d]
 // dL/dp = (dL/dl)^T · q / tau            [N, N]^T·[N, d]
 // dL/dtau = -(1/tau) sum_ij dL/dl_ij · l_ij = -(1/tau) sum(q ⊙ dL/dq)
-// dL/dlog_tau = tau · dL/dtau            (0 while tau sits at its floor 1e-4)
+// dL/dlog_tau = tau · dL/dtau = -sum(q ⊙ dL/dq)    (0 while tau sits at its floor 1e-4)
 Var multi_positive_in(const Var& q, const Var& p, const Tensor& qid, const Var& log_tau, double tau) {
     check_matrix(q, kLoss, "q");
     check_matrix(p, kLoss, "p");
@@ -92,9 +92,9 @@ Var multi_positive_in(const Var& q, const Var& p, const Tensor& qid, const Var& 
         [qv = q.value(), pv = p.value(), probabilities = exp(log_probabilities), group_softmax,
          temperature, log_tau_like = log_tau.detach()](const Tensor& dloss) -> Grads {
             // (P - Q) / N: rowsum(Q) = 1, so the shared soft-target gradient is exactly this.
-            Tensor dlogits = soft_target_cross_entropy_gradient(probabilities, group_softmax) * dloss.item();  // [N, N]
-            LogitGradients gradients = backward_through_logits(dlogits, qv, pv, temperature.tau);
-            return {gradients.dq, gradients.dp, log_tau_gradient(temperature, gradients.dtau, log_tau_like)};
+            Tensor dlogits = soft_target_cross_entropy_gradient(probabilities, group_softmax) * dloss;  // [N, N]
+            LogitGradients gradients = backward_through_logits(dlogits, qv, pv, temperature, log_tau_like);
+            return {gradients.dq, gradients.dp, gradients.dlog_tau};
         });
 }
 

@@ -75,7 +75,7 @@ Tensor weighted_group_targets(const std::vector<int64_t>& qid, const std::vector
 // dL/dp = (dL/dl)^T · q / tau         [N, N]^T·[N, d]
 // dL/dtau = -(1/tau) sum_ij dL/dl_ij · l_ij = -(1/tau) sum(q ⊙ dL/dq)
 //           because sum_j dL/dl_ij l_ij = q_i · (dL/dl · p)_i / tau = q_i · dL/dq_i
-// dL/dlog_tau = tau · dL/dtau         (0 while tau sits at its floor 1e-4)
+// dL/dlog_tau = tau · dL/dtau = -sum(q ⊙ dL/dq)    (0 while tau sits at its floor 1e-4)
 Var rank_infonce(const Var& q, const Var& p, const Tensor& qid, const Tensor& rank, const Tensor& score,
                  const Var& log_tau, const RankInfonceOptions& options) {
     check_matrix(q, kLoss, "q");
@@ -110,9 +110,9 @@ Var rank_infonce(const Var& q, const Var& p, const Tensor& qid, const Tensor& ra
     return Var::from_op(kLoss, forward.loss, {q, p, log_tau},
         [qv = q.value(), pv = p.value(), probabilities = forward.probabilities, targets, temperature,
          log_tau_like = log_tau.detach()](const Tensor& dloss) -> Grads {
-            Tensor dlogits = soft_target_cross_entropy_gradient(probabilities, targets) * dloss.item();  // [N, N]
-            LogitGradients gradients = backward_through_logits(dlogits, qv, pv, temperature.tau);
-            return {gradients.dq, gradients.dp, log_tau_gradient(temperature, gradients.dtau, log_tau_like)};
+            Tensor dlogits = soft_target_cross_entropy_gradient(probabilities, targets) * dloss;  // [N, N]
+            LogitGradients gradients = backward_through_logits(dlogits, qv, pv, temperature, log_tau_like);
+            return {gradients.dq, gradients.dp, gradients.dlog_tau};
         });
 }
 

@@ -78,11 +78,12 @@ Var relaxed_hard_negative(const Var& q, const Var& p, const Tensor& qid, double 
     SoftTargetCrossEntropy forward = soft_target_cross_entropy(logits, relaxed.targets);
     Tensor loss = forward.loss + relaxed.entropy_term;  // []
 
+    Temperature temperature{tau};  // fixed
     return Var::from_op(kLoss, std::move(loss), {q, p},
         [qv = q.value(), pv = p.value(), probabilities = forward.probabilities, targets = relaxed.targets,
-         tau](const Tensor& dloss) -> Grads {
-            Tensor dlogits = soft_target_cross_entropy_gradient(probabilities, targets) * dloss.item();  // (P - t)/N
-            LogitGradients gradients = backward_through_logits(dlogits, qv, pv, tau);
+         temperature](const Tensor& dloss) -> Grads {
+            Tensor dlogits = soft_target_cross_entropy_gradient(probabilities, targets) * dloss;  // (P - t)/N
+            LogitGradients gradients = backward_through_logits(dlogits, qv, pv, temperature, Var());
             return {gradients.dq, gradients.dp};
         });
 }

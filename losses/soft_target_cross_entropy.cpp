@@ -20,11 +20,16 @@ Tensor soft_target_cross_entropy_gradient(const Tensor& probabilities, const Ten
     return (target_mass * probabilities - targets) * (1.0 / rows);       // [N, C]
 }
 
-LogitGradients backward_through_logits(const Tensor& dlogits, const Tensor& q, const Tensor& p, double tau) {
+LogitGradients backward_through_logits(const Tensor& dlogits, const Tensor& q, const Tensor& p,
+                                       const Temperature& temperature, const Var& log_tau) {
     LogitGradients gradients;
-    gradients.dq = matmul(dlogits, p) * (1.0 / tau);
-    gradients.dp = matmul(dlogits, q, Transpose::First) * (1.0 / tau);
-    gradients.dtau = -sum(q * gradients.dq).item() / tau;
+    gradients.dq = matmul(dlogits, p) * (1.0 / temperature.tau);                     // [N, d]
+    gradients.dp = matmul(dlogits, q, Transpose::First) * (1.0 / temperature.tau);   // [N, d]
+    if (temperature.learnable) {
+        Tensor dlog_tau = temperature.clamped ? zeros_like(log_tau.value())
+                                              : -sum(q * gradients.dq).to(log_tau.dtype());  // [] or [1]
+        gradients.dlog_tau = dlog_tau.reshape(log_tau.shape());
+    }
     return gradients;
 }
 

@@ -15,6 +15,7 @@
 // When every row of T sums to 1 (a distribution) this is the familiar (P - T) / N.
 #pragma once
 #include "engine/nce.h"
+#include "losses/loss_common.h"
 
 namespace nce::losses {
 
@@ -30,15 +31,18 @@ SoftTargetCrossEntropy soft_target_cross_entropy(const Tensor& logits, const Ten
 // dL/dl = ( rowsum(T) ⊙ P - T ) / N     [N, C]
 Tensor soft_target_cross_entropy_gradient(const Tensor& probabilities, const Tensor& targets);
 
-// Back through the logits l = q p^T / tau, given G = dL/dl [N, N]:
+// Back through the logits l = q p^T / tau, given G = dL/dl [N, N] (the upstream dy already in it):
 //   dL/dq   = G · p / tau              [N, N]·[N, d]
 //   dL/dp   = G^T · q / tau            [N, N]·[N, d]
 //   dL/dtau = -(1/tau) sum_ij G_ij l_ij = -(1/tau) sum(q ⊙ dL/dq)   (l_ij = q_i·p_j / tau),
-// so the logits need not be kept for the temperature's gradient.
+// so the logits need not be kept for the temperature's gradient, and
+//   dL/dlog_tau = tau · dL/dtau = -sum(q ⊙ dL/dq)     (0 while tau sits at its floor 1e-4)
+// Everything stays a tensor on G's device: dlog_tau is made there, in log_tau's shape and dtype.
 struct LogitGradients {
     Tensor dq, dp;
-    double dtau = 0;
+    Tensor dlog_tau;  // undefined when the temperature is fixed
 };
-LogitGradients backward_through_logits(const Tensor& dlogits, const Tensor& q, const Tensor& p, double tau);
+LogitGradients backward_through_logits(const Tensor& dlogits, const Tensor& q, const Tensor& p,
+                                       const Temperature& temperature, const Var& log_tau);
 
 }  // namespace nce::losses
