@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 
+#include "losses/query_groups.h"
 #include "losses/random_inputs.h"
 #include "losses/random_query_groups.h"
 #include "losses/loss_common.h"
@@ -14,22 +15,15 @@ namespace {
 
 constexpr const char* kLoss = "multi_positive";
 
-// T_ij = 1/|G(i)| for j in G(i), else 0     [N, N]; every row sums to 1.
-Tensor group_average_targets(const std::vector<int64_t>& qid, Dtype dtype) {
-    int64_t rows = static_cast<int64_t>(qid.size());
-    std::map<int64_t, int64_t> group_size;
-    for (int64_t id : qid) ++group_size[id];
-    std::vector<double> targets(static_cast<size_t>(rows * rows), 0.0);
-    for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < rows; ++j)
-            if (qid[j] == qid[i]) targets[i * rows + j] = 1.0 / static_cast<double>(group_size[qid[i]]);
-    return Tensor::from_vector(targets, {rows, rows}, dtype);
+// T_ij = M_ij / |G(i)|, |G(i)| = sum_j M_ij     [N, N], float64 on M's device; every row sums to 1.
+Tensor group_average_targets(const Tensor& same_query) {
+    return same_query / sum(same_query, 1, /*keepdim=*/true);
 }
 
 }  // namespace
 
 // l = q p^T / tau                     q, p: [N, d]    l: [N, N]
-// T_ij = 1/|G(i)| for j in G(i)       [N, N]   (data: no gradient)
+// T_ij = 1/|G(i)| for j in G(i)       [N, N]   (data: no gradient; made on the inputs' device)
 // L = -(1/N) sum_ij T_ij log P_ij     P = softmax rows of l
 //
 // dL/dl = (P - T) / N                 rows of T sum to 1 (soft_target_cross_entropy.h)
@@ -38,6 +32,7 @@ Tensor group_average_targets(const std::vector<int64_t>& qid, Dtype dtype) {
 // dL/dtau = -(1/tau) sum_ij dL/dl_ij · l_ij = -(1/tau) sum(q ⊙ dL/dq)
 //           because sum_j dL/dl_ij l_ij = q_i · (dL/dl · p)_i / tau = q_i · dL/dq_i
 // dL/dlog_tau = tau · dL/dtau = -sum(q ⊙ dL/dq)    (0 while tau sits at its floor 1e-4)
+// Every step is a tensor op on the inputs' device; the upstream dy multiplies dL/dl as a tensor.
 Var multi_positive(const Var& q, const Var& p, const Tensor& qid, const Var& log_tau, double tau) {
     check_matrix(q, kLoss, "q");
     check_matrix(p, kLoss, "p");
@@ -52,7 +47,8 @@ Var multi_positive(const Var& q, const Var& p, const Tensor& qid, const Var& log
     Temperature temperature = resolve_temperature(log_tau, tau, kLoss);
 
     Tensor logits = matmul(q.value(), p.value(), Transpose::Second) * (1.0 / temperature.tau);  // [N, N]
-    Tensor targets = group_average_targets(ids, q.dtype());                                     // [N, N]
+    QueryGroups groups = query_groups(ids, q.value().device());
+    Tensor targets = group_average_targets(groups.same_query).to(q.dtype());                    // [N, N]
     SoftTargetCrossEntropy forward = soft_target_cross_entropy(logits, targets);
 
     return Var::from_op(kLoss, forward.loss, {q, p, log_tau},

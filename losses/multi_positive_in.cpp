@@ -5,6 +5,7 @@
 #include <map>
 
 #include "losses/loss_common.h"
+#include "losses/query_groups.h"
 #include "losses/random_inputs.h"
 #include "losses/random_query_groups.h"
 #include "losses/soft_target_cross_entropy.h"
@@ -14,25 +15,6 @@ namespace nce::losses {
 namespace {
 
 constexpr const char* kLoss = "multi_positive_in";
-
-// 1 where qid_j = qid_i (j in G(i)), else 0     [N, N]; the diagonal is always 1.
-Tensor same_group_mask(const std::vector<int64_t>& qid, Dtype dtype) {
-    int64_t rows = static_cast<int64_t>(qid.size());
-    std::vector<double> mask(static_cast<size_t>(rows * rows), 0.0);
-    for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < rows; ++j)
-            if (qid[j] == qid[i]) mask[i * rows + j] = 1.0;
-    return Tensor::from_vector(mask, {rows, rows}, dtype);
-}
-
-// log |G(i)| for each row     [N]
-Tensor log_group_sizes(const std::vector<int64_t>& qid, Dtype dtype) {
-    std::map<int64_t, int64_t> group_size;
-    for (int64_t id : qid) ++group_size[id];
-    std::vector<double> logs;
-    for (int64_t id : qid) logs.push_back(std::log(static_cast<double>(group_size[id])));
-    return Tensor::from_vector(logs, {static_cast<int64_t>(qid.size())}, dtype);
-}
 
 // Random groups of 1 to 3 rows (random_query_ids); when the draw has no group of two or
 // more, row 1 joins row 0's group, so the example always exercises a real group.
@@ -61,6 +43,8 @@ Tensor query_ids_with_a_real_group(Generator& generator, int64_t rows) {
 // dL/dp = (dL/dl)^T · q / tau            [N, N]^T·[N, d]
 // dL/dtau = -(1/tau) sum_ij dL/dl_ij · l_ij = -(1/tau) sum(q ⊙ dL/dq)
 // dL/dlog_tau = tau · dL/dtau = -sum(q ⊙ dL/dq)    (0 while tau sits at its floor 1e-4)
+// Every step is a tensor op on the inputs' device: the group mask M [N, N] (1 where qid_j =
+// qid_i) is made there (query_groups.h), and |G(i)| = sum_j M_ij.
 Var multi_positive_in(const Var& q, const Var& p, const Tensor& qid, const Var& log_tau, double tau) {
     check_matrix(q, kLoss, "q");
     check_matrix(p, kLoss, "p");
@@ -78,7 +62,8 @@ Var multi_positive_in(const Var& q, const Var& p, const Tensor& qid, const Var& 
     Tensor log_probabilities = log_softmax(logits);                                             // log P [N, N]
     // Within the group only: entries outside G(i) become -inf. The diagonal is in G(i), so
     // every row keeps a finite entry; shifting by the row's largest entry, no exponent is positive.
-    Tensor group_mask = same_group_mask(ids, q.dtype());  // [N, N]
+    Tensor same_query = query_groups(ids, q.value().device()).same_query;  // M [N, N], float64
+    Tensor group_mask = same_query.to(q.dtype());                            // [N, N]
     Tensor group_log_probabilities =
         keep_where(log_probabilities, group_mask, -std::numeric_limits<double>::infinity());  // [N, N]
     Tensor largest = max(group_log_probabilities, 1, /*keepdim=*/true).values;                  // [N, 1]
@@ -86,7 +71,8 @@ Var multi_positive_in(const Var& q, const Var& p, const Tensor& qid, const Var& 
         largest + log(sum(exp(group_log_probabilities - largest), 1, /*keepdim=*/true));  // m [N, 1]
     // Q = P_ij / sum_G P [N, N]: exactly 0 outside G(i), where the entry is -inf (exp(-inf) = 0).
     Tensor group_softmax = exp(group_log_probabilities - group_log_mass);
-    Tensor loss = mean(log_group_sizes(ids, q.dtype()) - group_log_mass.reshape({rows}));  // []
+    Tensor log_group_sizes = log(sum(same_query, 1)).to(q.dtype());                      // log |G(i)| [N]
+    Tensor loss = mean(log_group_sizes - group_log_mass.reshape({rows}));                // []
 
     return Var::from_op(kLoss, std::move(loss), {q, p, log_tau},
         [qv = q.value(), pv = p.value(), probabilities = exp(log_probabilities), group_softmax,

@@ -397,6 +397,10 @@ TEST_CASE("multi_positive: groups scattered over the batch, against loops") {
     check_close_to(loss.value().item(), naive_multi_positive(q, p, qid, 0.2), 1e-12);
     CHECK(loss.shape() == Shape{});
     CHECK(loss.dtype() == Dtype::Float64);
+    // Ids above 2^53 that a float64 would merge (2^53 + 1 rounds to 2^53) stay distinct groups.
+    const int64_t large = int64_t{1} << 53;
+    Tensor large_qid = query_ids({large, large + 1, large, -1, large + 1, large});  // the same groups
+    CHECK(losses::multi_positive(Var(q), Var(p), large_qid, Var(), 0.2).value().item() == loss.value().item());
 }
 
 // =======================================================================================
