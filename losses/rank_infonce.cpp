@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
+#include "losses/query_groups.h"
 #include "losses/random_inputs.h"
 #include "losses/random_query_groups.h"
 #include "losses/loss_common.h"
@@ -21,53 +23,44 @@ constexpr const char* kLoss = "rank_infonce";
 //   w_j  = w~_j / sum_{k in G(j)} w~_k
 // w is a softmax of a over each group, so it is computed shifted by the group's largest a:
 // a large rank_weight·rank then cannot underflow every w~ of a group to 0 (and 0/0).
-std::vector<double> rank_weights(const std::vector<int64_t>& qid, const std::vector<double>& rank,
-                                 const std::vector<double>& score, const RankInfonceOptions& options) {
-    std::map<int64_t, std::vector<size_t>> groups;  // qid -> the rows of its group
-    for (size_t j = 0; j < qid.size(); ++j) groups[qid[j]].push_back(j);
-
-    std::vector<double> weights(qid.size(), 0.0);
-    for (const auto& [id, members] : groups) {
-        double lowest = 0, highest = 0;
-        if (options.use_scores) {
-            lowest = highest = score[members[0]];
-            for (size_t j : members) lowest = std::min(lowest, score[j]), highest = std::max(highest, score[j]);
-        }
-        std::vector<double> exponent(members.size(), 0.0);  // a_j for the group's rows
-        for (size_t m = 0; m < members.size(); ++m) {
-            size_t j = members[m];
-            if (options.use_ranks) exponent[m] -= options.rank_weight * rank[j];
-            if (options.use_scores) {
-                double scaled_score = highest > lowest ? (score[j] - lowest) / (highest - lowest) : 0.0;  // sh_j
-                exponent[m] += options.score_weight * scaled_score;
-            }
-            NCE_CHECK(std::isfinite(exponent[m]),
-                      "{}: the weight exponent of row {} (-rank_weight·rank + score_weight·sh) is {}; lower "
-                      "rank_weight or the ranks",
-                      kLoss, j, exponent[m]);
-        }
-        double largest = *std::max_element(exponent.begin(), exponent.end());
-        double total = 0;
-        for (double a : exponent) total += std::exp(a - largest);
-        for (size_t m = 0; m < members.size(); ++m) weights[members[m]] = std::exp(exponent[m] - largest) / total;
+// Computed on M's device, in float64 (M_jk = 1 where qid_k = qid_j, else 0   [N, N]): a
+// group's max and total come from [N, N] matrices whose row j holds the values of j's group,
+// with -inf outside it under a max and 0 outside it under a sum (which adds the group's terms
+// in row order). rank and score: float64 [N], undefined when their flag is off. Returns w [N].
+Tensor rank_weights(const Tensor& same_query, const Tensor& rank, const Tensor& score,
+                    const RankInfonceOptions& options) {
+    const double minus_infinity = -std::numeric_limits<double>::infinity();
+    int64_t rows = same_query.size(0);
+    // max over k in G(j) of values_k, for every row j     [N]
+    auto group_max = [&](const Tensor& values) {
+        return max(keep_where(repeat_rows(values, rows), same_query, minus_infinity), 1).values;
+    };
+    Tensor exponent = Tensor::zeros({rows}, Dtype::Float64, same_query.device());  // a [N]
+    if (options.use_ranks) exponent = exponent - rank * options.rank_weight;
+    if (options.use_scores) {
+        Tensor highest = group_max(score), lowest = -group_max(-score);  // [N]
+        Tensor range = highest - lowest;                                   // [N]
+        // A group whose scores are all equal has score_j - lowest = 0: divide it by 1.
+        Tensor scaled_score = (score - lowest) / keep_where(range, step(range), 1.0);  // sh [N]
+        exponent = exponent + scaled_score * options.score_weight;
     }
-    return weights;
-}
-
-// T_ij = w_j for j in G(i), else 0     [N, N]; every row sums to 1.
-Tensor weighted_group_targets(const std::vector<int64_t>& qid, const std::vector<double>& weights, Dtype dtype) {
-    int64_t rows = static_cast<int64_t>(qid.size());
-    std::vector<double> targets(static_cast<size_t>(rows * rows), 0.0);
-    for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < rows; ++j)
-            if (qid[j] == qid[i]) targets[i * rows + j] = weights[j];
-    return Tensor::from_vector(targets, {rows, rows}, dtype);
+    if (!all_finite(exponent)) {
+        std::vector<double> values = exponent.to_vector();  // read only to name the row in the error
+        size_t j = 0;
+        while (std::isfinite(values[j])) ++j;
+        fail("{}: the weight exponent of row {} (-rank_weight·rank + score_weight·sh) is {}; lower rank_weight or "
+             "the ranks",
+             kLoss, j, values[j]);
+    }
+    Tensor shifted = exp(exponent - group_max(exponent));                          // w~_j / exp(max_G a)  [N]
+    Tensor group_total = sum(same_query * shifted.reshape({1, rows}), 1);          // [N]
+    return shifted / group_total;                                                  // w [N]
 }
 
 }  // namespace
 
 // l = q p^T / tau                     q, p: [N, d]    l: [N, N]
-// T_ij = w_j for j in G(i)            [N, N]   (data: no gradient flows into rank or score)
+// T_ij = M_ij w_j, w_j for j in G(i)  [N, N]   (data: no gradient flows into rank or score)
 // L = -(1/N) sum_ij T_ij log P_ij     P = softmax rows of l
 //
 // dL/dl = (P - T) / N                 rows of T sum to 1 (soft_target_cross_entropy.h)
@@ -76,6 +69,9 @@ Tensor weighted_group_targets(const std::vector<int64_t>& qid, const std::vector
 // dL/dtau = -(1/tau) sum_ij dL/dl_ij · l_ij = -(1/tau) sum(q ⊙ dL/dq)
 //           because sum_j dL/dl_ij l_ij = q_i · (dL/dl · p)_i / tau = q_i · dL/dq_i
 // dL/dlog_tau = tau · dL/dtau = -sum(q ⊙ dL/dq)    (0 while tau sits at its floor 1e-4)
+// Every step is a tensor op on the inputs' device: M (query_groups.h), w and T are made there,
+// in float64, then T is taken to the inputs' dtype. rank and score are read on the host only
+// to be checked.
 Var rank_infonce(const Var& q, const Var& p, const Tensor& qid, const Tensor& rank, const Tensor& score,
                  const Var& log_tau, const RankInfonceOptions& options) {
     check_matrix(q, kLoss, "q");
@@ -95,16 +91,18 @@ Var rank_infonce(const Var& q, const Var& p, const Tensor& qid, const Tensor& ra
     NCE_CHECK(score.defined() || !options.use_scores,
               "{}: input score is missing; it is required when use_scores=1 (give score, or set use_scores=0)",
               kLoss);
-    std::vector<double> ranks = rank.defined() ? read_values(Var(rank), rows, kLoss, "rank") : std::vector<double>{};
-    std::vector<double> scores =
-        score.defined() ? read_values(Var(score), rows, kLoss, "score") : std::vector<double>{};
+    if (rank.defined()) read_values(Var(rank), rows, kLoss, "rank");     // checks: a vector of N finite values
+    if (score.defined()) read_values(Var(score), rows, kLoss, "score");
     // tau is checked even when log_tau makes it unused (spec, Conventions).
     NCE_CHECK(options.tau > 0 && std::isfinite(options.tau), "{}: parameter tau must be a finite number > 0, got {}",
               kLoss, options.tau);
     Temperature temperature = resolve_temperature(log_tau, options.tau, kLoss);
 
     Tensor logits = matmul(q.value(), p.value(), Transpose::Second) * (1.0 / temperature.tau);  // [N, N]
-    Tensor targets = weighted_group_targets(ids, rank_weights(ids, ranks, scores, options), q.dtype());  // [N, N]
+    Tensor same_query = query_groups(ids, q.value().device()).same_query;                       // M [N, N], float64
+    auto as_float64 = [](const Tensor& data) { return data.defined() ? data.to(Dtype::Float64) : Tensor(); };
+    Tensor weights = rank_weights(same_query, as_float64(rank), as_float64(score), options);   // w [N]
+    Tensor targets = (same_query * weights.reshape({1, rows})).to(q.dtype());                   // T [N, N]
     SoftTargetCrossEntropy forward = soft_target_cross_entropy(logits, targets);
 
     return Var::from_op(kLoss, forward.loss, {q, p, log_tau},

@@ -708,6 +708,10 @@ TEST_CASE("grouped losses: bad inputs are errors that name the input") {
                              "parameter rank_weight");
         CHECK_ERROR_MENTIONS(losses::rank_infonce(q, p, qid, rank, Tensor(), Var(), {0.1, 0.1, -2.0, true, false}),
                              "parameter score_weight");
+        // A rank so large that -rank_weight·rank is -inf: the row is named.
+        CHECK_ERROR_MENTIONS(losses::rank_infonce(q, p, qid, Tensor::from_vector({0, 0, 1e300, 0}, {4}, Dtype::Float64),
+                                                  Tensor(), Var(), {0.1, 1e10, 0.05, true, false}),
+                             "the weight exponent of row 2");
         Var two_log_taus = Var::parameter(Tensor::full({2}, -2.0, Dtype::Float64));
         CHECK_ERROR_MENTIONS(losses::multi_positive(q, p, qid, two_log_taus), "log_tau must have one element");
     }
