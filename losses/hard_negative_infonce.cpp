@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "losses/query_groups.h"
 #include "losses/random_inputs.h"
 #include "losses/random_query_groups.h"
 #include "losses/loss_common.h"
@@ -13,24 +14,6 @@ namespace nce::losses {
 namespace {
 
 constexpr const char* kLoss = "hard_negative_infonce";
-
-// I: the positive of q_i is p_i     [N, N]
-Tensor identity_targets(int64_t rows, Dtype dtype) {
-    std::vector<double> values(static_cast<size_t>(rows * rows), 0.0);
-    for (int64_t i = 0; i < rows; ++i) values[i * rows + i] = 1.0;
-    return Tensor::from_vector(values, {rows, rows}, dtype);
-}
-
-// M_ij = 1 for the pairs the penalty averages over (i != j, qid_i = qid_j), else 0   [N, N]
-Tensor same_group_pairs(const std::vector<int64_t>& qid, Dtype dtype, int64_t& pair_count) {
-    int64_t rows = static_cast<int64_t>(qid.size());
-    std::vector<double> values(static_cast<size_t>(rows * rows), 0.0);
-    pair_count = 0;
-    for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < rows; ++j)
-            if (i != j && qid[i] == qid[j]) values[i * rows + j] = 1.0, ++pair_count;
-    return Tensor::from_vector(values, {rows, rows}, dtype);
-}
 
 // log of the dtype's largest finite value: exp(x) overflows for x above it.
 double log_largest_finite(Dtype dtype) {
@@ -52,6 +35,9 @@ double log_largest_finite(Dtype dtype) {
 // dL/dtau = -(1/tau) sum_ij dL/dl_ij · l_ij = -(1/tau) sum(q ⊙ dL/dq)
 //           because sum_j dL/dl_ij l_ij = q_i · (dL/dl · p)_i / tau = q_i · dL/dq_i
 // dL/dlog_tau = tau · dL/dtau = -sum(q ⊙ dL/dq)    (0 while tau sits at its floor 1e-4)
+// Every step is a tensor op on the inputs' device: I and M = (same-query mask) - I are made
+// there (query_groups.h); K comes from the group sizes. The overflow check reads one number,
+// the largest pair logit (and, only to name it in the error, where it sits), and the penalty.
 Var hard_negative_infonce(const Var& q, const Var& p, const Tensor& qid, const Var& log_tau, double tau,
                           double weight) {
     check_matrix(q, kLoss, "q");
@@ -69,29 +55,34 @@ Var hard_negative_infonce(const Var& q, const Var& p, const Tensor& qid, const V
     Temperature temperature = resolve_temperature(log_tau, tau, kLoss);
 
     Tensor logits = matmul(q.value(), p.value(), Transpose::Second) * (1.0 / temperature.tau);  // [N, N]
-    Tensor targets = identity_targets(rows, q.dtype());                                         // [N, N]
+    QueryGroups groups = query_groups(ids, q.value().device());
+    Tensor identity = identity_on(rows, q.value().device());                                    // I [N, N], float64
+    Tensor targets = identity.to(q.dtype());                                                    // [N, N]
     SoftTargetCrossEntropy forward = soft_target_cross_entropy(logits, targets);
     Tensor loss = forward.loss;
 
-    int64_t pair_count = 0;
-    Tensor pairs = same_group_pairs(ids, q.dtype(), pair_count);  // M [N, N]
-    Tensor penalty_gradient;  // H [N, N]; stays undefined when there is no pair
+    int64_t pair_count = groups.ordered_pairs;  // K
+    Tensor penalty_gradient;                    // H [N, N]; stays undefined when there is no pair
     if (pair_count > 0) {
         const double minus_infinity = -std::numeric_limits<double>::infinity();
+        Tensor pairs = (groups.same_query - identity).to(q.dtype());     // M [N, N]
         Tensor pair_logits = keep_where(logits, pairs, minus_infinity);  // l_ij on the pairs, -inf elsewhere
         MaxResult largest = max(pair_logits.reshape({rows * rows}), 0);
         double largest_logit = largest.values.item();
-        int64_t at = static_cast<int64_t>(largest.indices.item());
         double limit = log_largest_finite(q.dtype());
         const char* dtype = dtype_name(q.dtype());
+        // (The arguments after the condition are read only when it fails.)
         NCE_CHECK(largest_logit <= limit,
                   "{}: the penalty exp(l_ij) overflows {}: same-group pair (i={}, j={}) has l_ij = {} > {} = log({} "
                   "max); raise tau or lower weight",
-                  kLoss, dtype, at / rows, at % rows, largest_logit, limit, dtype);
+                  kLoss, dtype, static_cast<int64_t>(largest.indices.item()) / rows,
+                  static_cast<int64_t>(largest.indices.item()) % rows, largest_logit, limit, dtype);
         // H = (weight/K) · M ⊙ exp(l): exp(-inf) = 0 off the pairs. Its sum is the penalty.
         penalty_gradient = exp(pair_logits) * (weight / static_cast<double>(pair_count));
         Tensor penalty = sum(penalty_gradient);  // weight · mean over pairs of exp(l_ij)
-        NCE_CHECK(all_finite(penalty_gradient) && all_finite(penalty),
+        // No H_ij is negative, so their sum is finite exactly when every H_ij is (an inf or a
+        // NaN among them carries into the sum): one number to read, not N x N.
+        NCE_CHECK(all_finite(penalty),
                   "{}: the penalty weight · mean exp(l_ij) overflows {} (largest pair logit {}); raise tau or lower "
                   "weight",
                   kLoss, dtype, largest_logit);

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "losses/loss_common.h"
+#include "losses/query_groups.h"
 #include "losses/random_inputs.h"
 #include "losses/random_query_groups.h"
 #include "losses/soft_target_cross_entropy.h"
@@ -15,28 +16,24 @@ namespace {
 constexpr const char* kLoss = "relaxed_hard_negative";
 
 struct RelaxedTargets {
-    Tensor targets;         // t [N, N]; every row sums to 1
-    double entropy_term;    // (1/N) sum_ij t_ij log t_ij, over t_ij > 0 only (0·log 0 = 0)
+    Tensor targets;        // t [N, N], float64; every row sums to 1
+    Tensor entropy_term;   // (1/N) sum_ij t_ij log t_ij, over t_ij > 0 only (0·log 0 = 0); [], float64
 };
 
 // t_ii = 1 - p_relax, t_ij = p_relax / (|G(i)| - 1) for the other j in G(i); one-hot when |G(i)| = 1.
-RelaxedTargets relaxed_targets(const std::vector<int64_t>& qid, double p_relax, Dtype dtype) {
-    int64_t rows = static_cast<int64_t>(qid.size());
-    std::map<int64_t, int64_t> group_size;
-    for (int64_t id : qid) ++group_size[id];
-    std::vector<double> targets(static_cast<size_t>(rows * rows), 0.0);
-    double entropy_sum = 0;
-    for (int64_t i = 0; i < rows; ++i) {
-        int64_t others = group_size[qid[i]] - 1;
-        for (int64_t j = 0; j < rows; ++j) {
-            double t = 0;
-            if (j == i) t = others == 0 ? 1.0 : 1.0 - p_relax;
-            else if (qid[j] == qid[i]) t = p_relax / static_cast<double>(others);
-            targets[i * rows + j] = t;
-            if (t > 0) entropy_sum += t * std::log(t);
-        }
-    }
-    return {Tensor::from_vector(targets, {rows, rows}, dtype), entropy_sum / static_cast<double>(rows)};
+// From the same-query mask M and I (float64, on their device), with o_i = |G(i)| - 1 = sum_j M_ij - 1,
+// row i's diagonal value b_i and its value a_i at the other j in G(i):
+//   b = 1 - step(o) p_relax     a = p_relax / max(o, 1)     (a row alone has M - I = 0)     [N, 1]
+//   t = (M - I) ⊙ a + I ⊙ b                                                                [N, N]
+// Row i's entropy term needs only those two values: sum_j t_ij log t_ij = b_i log b_i + o_i a_i log a_i.
+RelaxedTargets relaxed_targets(const Tensor& same_query, const Tensor& identity, double p_relax) {
+    Tensor others = sum(same_query, 1, /*keepdim=*/true) - 1.0;                                  // o [N, 1]
+    Tensor diagonal = 1.0 - step(others) * p_relax;                                              // b [N, 1]
+    Tensor off_diagonal = full_like(others, p_relax) / maximum(others, full_like(others, 1.0));  // a [N, 1]
+    Tensor targets = (same_query - identity) * off_diagonal + identity * diagonal;                // t [N, N]
+    auto x_log_x = [](const Tensor& x) { return x * keep_where(log(x), x, 0.0); };                // 0 where x = 0
+    Tensor row_entropy = x_log_x(diagonal) + others * x_log_x(off_diagonal);                     // [N, 1]
+    return {targets, sum(row_entropy) / static_cast<double>(same_query.size(0))};
 }
 
 // Random groups of 1 to 3 rows (random_query_ids); when the draw has no group of two or
@@ -60,6 +57,8 @@ Tensor query_ids_with_a_real_group(Generator& generator, int64_t rows) {
 // dL/dl = (P - t) / N                    rows of t sum to 1
 // dL/dq = dL/dl · p / tau                [N, N]·[N, d]
 // dL/dp = (dL/dl)^T · q / tau            [N, N]^T·[N, d]
+// Every step is a tensor op on the inputs' device: t and its entropy term are made there from
+// the same-query mask (query_groups.h), in float64, then t is taken to the inputs' dtype.
 Var relaxed_hard_negative(const Var& q, const Var& p, const Tensor& qid, double tau, double p_relax) {
     check_matrix(q, kLoss, "q");
     check_matrix(p, kLoss, "p");
@@ -74,13 +73,15 @@ Var relaxed_hard_negative(const Var& q, const Var& p, const Tensor& qid, double 
               p_relax);
 
     Tensor logits = matmul(q.value(), p.value(), Transpose::Second) * (1.0 / tau);  // l [N, N]
-    RelaxedTargets relaxed = relaxed_targets(ids, p_relax, q.dtype());
-    SoftTargetCrossEntropy forward = soft_target_cross_entropy(logits, relaxed.targets);
-    Tensor loss = forward.loss + relaxed.entropy_term;  // []
+    RelaxedTargets relaxed = relaxed_targets(query_groups(ids, q.value().device()).same_query,
+                                             identity_on(rows, q.value().device()), p_relax);
+    Tensor targets = relaxed.targets.to(q.dtype());                                  // t [N, N]
+    SoftTargetCrossEntropy forward = soft_target_cross_entropy(logits, targets);
+    Tensor loss = forward.loss + relaxed.entropy_term.to(q.dtype());                 // []
 
     Temperature temperature{tau};  // fixed
     return Var::from_op(kLoss, std::move(loss), {q, p},
-        [qv = q.value(), pv = p.value(), probabilities = forward.probabilities, targets = relaxed.targets,
+        [qv = q.value(), pv = p.value(), probabilities = forward.probabilities, targets,
          temperature](const Tensor& dloss) -> Grads {
             Tensor dlogits = soft_target_cross_entropy_gradient(probabilities, targets) * dloss;  // (P - t)/N
             LogitGradients gradients = backward_through_logits(dlogits, qv, pv, temperature, Var());
