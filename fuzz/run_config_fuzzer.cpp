@@ -1,5 +1,7 @@
 // The apps' --config files (apps/retrieval/run_config.h), read as `nce korquad train --config
 // FILE` reads them: the JSON, every key applied onto the defaults, the values validated.
+#include <CLI/CLI.hpp>
+
 #include "apps/retrieval/run_config.h"
 #include "fuzz/fuzz_input.h"
 

@@ -4,6 +4,7 @@
 // generated data that the real reader accepts.
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iterator>
 #include <fstream>

@@ -1,6 +1,7 @@
 // The shared end-to-end run of a retrieval app and its train / eval / index / search commands.
 #include "apps/retrieval/retrieval_app.h"
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <chrono>

@@ -36,7 +36,6 @@
 // the best validation MRR@10 (see rankings.h for the fusion and its weight). Each cell has its
 // 95% interval, a bootstrap over the test queries seeded with the run's seed (metric_table.h).
 #pragma once
-#include <CLI/CLI.hpp>
 #include <functional>
 #include <optional>
 #include <nlohmann/json.hpp>

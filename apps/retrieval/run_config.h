@@ -14,12 +14,19 @@
 //
 // Every file a run writes sits in `output` (default runs/<app>), named by RunFiles.
 #pragma once
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+// CLI11 by name only: <CLI/CLI.hpp> compiles its validators and help formatter into every
+// file that includes it (seconds each, ten under the sanitizers), so only the files that
+// build a command line include it.
+namespace CLI {
+class App;
+class Option;
+}  // namespace CLI
 
 namespace nce::apps::retrieval {
 
