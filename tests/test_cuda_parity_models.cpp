@@ -115,6 +115,9 @@ TEST_CASE("cuda parity: every loss of the registry that runs on the device, valu
     for (const char* name : {"siglip", "dcl", "debiased", "cosent"}) CHECK_MESSAGE(!loss_reads_the_host(name), name);
     for (const char* name : {"margin_mse", "megabatch_margin", "gist", "matryoshka"})
         CHECK_MESSAGE(!loss_reads_the_host(name), name);
+    for (const char* name :
+         {"multi_positive", "multi_positive_in", "rank_infonce", "hard_negative_infonce", "relaxed_hard_negative"})
+        CHECK_MESSAGE(!loss_reads_the_host(name), name);
     std::vector<std::string> host_only;
     for (const losses::LossDefinition& loss : losses::all_losses()) {
         if (!loss.example || !loss.compute) continue;
