@@ -22,6 +22,7 @@
 #include "apps/code/teacher_features.h"
 #include "apps/code/whole_corpus_split.h"
 #include "apps/commands.h"
+#include "apps/gemm_precision_option.h"
 #include "apps/retrieval/retrieval_app.h"
 #include "engine/error.h"
 
@@ -126,7 +127,9 @@ void add_features_command(CLI::App& code, int& exit_code) {
     auto folder = std::make_shared<std::string>();
     command->add_option("--features", *folder, "the folder of teacher features (layout above)")->required();
     command->callback([options, folder, &exit_code] {
-        code::run_sig_predictor_training(options->resolve(), *folder);
+        retrieval::RunConfig config = options->resolve();
+        apply_gemm_precision(config.gemm_precision, Device::CPU);
+        code::run_sig_predictor_training(config, *folder);
         exit_code = 0;
     });
 }

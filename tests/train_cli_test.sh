@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Tests of `nce train`: small generated pairs files (JSON lines with negatives, CSV with
 # quoted fields, TSV with scores) train end to end, write every file they promise, and the
-# same seed repeats the table; a loss that does not fit the columns, a missing or malformed
-# file are one line on stderr, a non-zero exit and nothing written.
+# same seed repeats the table; --gemm-precision bfloat16 is recorded and reaches the GEMMs; a
+# loss that does not fit the columns, a missing or malformed file, a bad --gemm-precision are
+# one line on stderr, a non-zero exit and nothing written.
 # Usage: bash tests/train_cli_test.sh PATH/TO/nce   (meson test runs it as 'train-cli')
 set -uo pipefail
 
@@ -206,6 +207,26 @@ if cmp -s "$scratch/stored/model.safetensors" "$scratch/recomputed/model.safeten
 else
     fail "--checkpoint-activations changed the trained model"
 fi
+
+# ---- --gemm-precision bfloat16: the float32 GEMMs on bfloat16 operands, recorded; a bad name is one line ----
+run train --config "$scratch/tiny.json" --train "$scratch/train.jsonl" --max-steps 4 --gemm-precision bfloat16 \
+    --output "$scratch/bfloat16"
+expect_exit_zero "train --gemm-precision bfloat16"
+expect_in "$scratch/bfloat16/config.json" '"gemm_precision": "bfloat16"' "config.json records --gemm-precision bfloat16"
+expect_in "$scratch/bfloat16/results.json" '"gemm_precision": "bfloat16"' "results.json records --gemm-precision bfloat16"
+expect_in "$scratch/stored/config.json" '"gemm_precision": "float32"' "config.json records the default, float32"
+if cmp -s "$scratch/stored/model.safetensors" "$scratch/bfloat16/model.safetensors"; then
+    fail "--gemm-precision bfloat16 trained the float32 model byte for byte (the setting did not reach the GEMMs)"
+else
+    pass "--gemm-precision bfloat16 trains another model than float32"
+fi
+run train --config "$scratch/tiny.json" --train "$scratch/train.jsonl" --gemm-precision float16 --output "$scratch/out_f16"
+expect_one_line_error "gemm_precision must be float32 or bfloat16, got 'float16' \\(flag --gemm-precision\\)" \
+    "$scratch/out_f16" "--gemm-precision float16"
+run train --config "$scratch/tiny.json" --train "$scratch/train.jsonl" --gemm-precision bfloat16 --device cuda \
+    --output "$scratch/out_cuda_bf16"
+expect_one_line_error "gemm_precision bfloat16 applies to the CPU backend's GEMMs; run it with --device cpu" \
+    "$scratch/out_cuda_bf16" "--gemm-precision bfloat16 --device cuda"
 
 # ---- nce data pairs: a KorQuAD-format file as train.csv and validation.csv, then nce train on them ----
 /usr/bin/python3 - "$scratch/squad.json" <<'PY'

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "apps/device_option.h"
+#include "apps/gemm_precision_option.h"
 #include "apps/retrieval/model_card.h"
 #include "apps/retrieval/passage_index.h"
 #include "apps/retrieval/pretraining.h"
@@ -97,6 +98,7 @@ void report(const RetrievalApp& app, const RunConfig& config, const RunFiles& fi
     extra["data"] = config.data.empty() ? "generated" : config.data;
     extra["seed"] = config.seed;
     extra["threads"] = num_threads();
+    extra["gemm_precision"] = config.gemm_precision;
     extra["fusion"] = {{"method", "dense_weight * minmax(dense) + (1 - dense_weight) * minmax(bm25), per query"},
                        {"dense_weight", outcome.fusion.dense_weight},
                        {"chosen_on", "validation MRR@10"},
@@ -600,6 +602,7 @@ CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, i
         return [options, own](bool over_run, bool trains) {
             RunConfig config = over_run ? options->resolve_over_run() : options->resolve();
             require_run_device(config);  // before the app's own flags are read (nce train's --train files)
+            apply_gemm_precision(config.gemm_precision, Device::CPU);
             if (own) {
                 own(config, *options, trains);
                 validate_run_config(config);

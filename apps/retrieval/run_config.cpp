@@ -14,6 +14,7 @@
 #include "data/batching.h"
 #include "data/tokenizer.h"
 #include "engine/error.h"
+#include "engine/gemm_precision.h"
 #include "engine/json_nesting.h"
 #include "losses/loss.h"
 #include "nn/model.h"
@@ -54,6 +55,8 @@ const std::vector<std::pair<std::string, std::string>>& field_help() {
         {"mini_batch_size", "GradCache: rows embedded at a time, the batch's exact gradient in less memory "
                             "(0: the whole batch; infonce, infonce_symmetric, matryoshka)"},
         {"device", "compute on cpu or cuda (the retrieval runs do not run on cuda yet: it stops with one line)"},
+        {"gemm_precision", "float32 or bfloat16: float32 GEMMs round their operands to bfloat16 and accumulate in "
+                           "float32 (oneDNN; CPU only); default: NCE_GEMM_PRECISION, else float32"},
         {"max_steps", "training step budget"},
         {"epochs", "most epochs (max_steps usually ends the run first)"},
         {"learning_rate", "AdamW learning rate"},
@@ -155,6 +158,7 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
     c.mini_batch_size = json.at("mini_batch_size").get<int64_t>();
     c.checkpoint_activations = json.at("checkpoint_activations").get<bool>();
     c.device = json.at("device").get<std::string>();
+    c.gemm_precision = json.at("gemm_precision").get<std::string>();
     c.max_steps = json.at("max_steps").get<int64_t>();
     c.epochs = json.at("epochs").get<int64_t>();
     c.learning_rate = json.at("learning_rate").get<double>();
@@ -206,6 +210,7 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
         {"mini_batch_size", c.mini_batch_size},
         {"checkpoint_activations", c.checkpoint_activations},
         {"device", c.device},
+        {"gemm_precision", c.gemm_precision},
         {"max_steps", c.max_steps},
         {"epochs", c.epochs},
         {"learning_rate", c.learning_rate},
@@ -299,6 +304,10 @@ void validate_run_config(const RunConfig& c) {
               "to 0 or change --loss", c.loss);
     NCE_CHECK(c.device == "cpu" || c.device == "cuda", "config: device must be cpu or cuda, got '{}' (flag --device)",
               c.device);
+    NCE_CHECK(c.gemm_precision.empty() || c.gemm_precision == "float32" || c.gemm_precision == "bfloat16",
+              "config: gemm_precision must be float32 or bfloat16, got '{}' (flag --gemm-precision)", c.gemm_precision);
+    NCE_CHECK(c.gemm_precision != "bfloat16" || c.device == "cpu", "config: gemm_precision bfloat16 applies to the "
+              "CPU backend's GEMMs; run it with --device cpu (flag --gemm-precision)");
     positive(c.max_steps, "max_steps");
     positive(c.epochs, "epochs");
     NCE_CHECK(c.learning_rate > 0, "config: learning_rate must be positive, got {} (flag --learning-rate)", c.learning_rate);
@@ -408,6 +417,7 @@ RunConfig RunConfigOptions::resolve_from(RunConfig config) const {
     if (checkpoint_activations_) config.checkpoint_activations = true;
     if (lenient_) config.app["lenient"] = true;
     validate_run_config(config);
+    if (config.gemm_precision.empty()) config.gemm_precision = gemm_precision_name(gemm_precision());
     return config;
 }
 

@@ -77,6 +77,11 @@ struct RunConfig {
     // or build has no GPU backend, or, where there is one, saying that these runs do not
     // run on it yet (apps/retrieval/retrieval_app.cpp, require_run_device).
     std::string device = "cpu";
+    // The precision of the run's float32 GEMMs (engine/gemm_precision.h): "float32", or
+    // "bfloat16" (operands rounded to bfloat16, float32 accumulation, oneDNN; CPU only).
+    // Empty: the engine's setting (NCE_GEMM_PRECISION, default float32), which resolve()
+    // writes in, so config.json and results.json say which ran. The command sets it.
+    std::string gemm_precision;
     int64_t max_steps = 300;           // the step budget (the run ends sooner only by patience)
     int64_t epochs = 1000;             // upper bound; max_steps usually ends the run first
     double learning_rate = 1e-3;
