@@ -3,6 +3,7 @@
 
     /usr/bin/python3 benchmarks/peer/loss_peer.py infonce --n 4096 --d 384 [--neg M]
         [--threads T] [--reps R] [--warmup W] [--tau TAU] [--dtype float32|float64]
+        [--autocast none|bfloat16]
 
 The loss is written the way a PyTorch user writes it (one matmul for the logits, then
 F.cross_entropy), and autograd does the backward:
@@ -10,6 +11,10 @@ F.cross_entropy), and autograd does the backward:
     infonce            l = q [p; neg]^T / tau;  cross_entropy(l, arange(N))
     infonce_symmetric  (cross_entropy(l, arange(N)) + cross_entropy(b, arange(N))) / 2,
                        b = l[:, :N]^T (= p q^T / tau) without negatives, p q^T / tau with them
+
+--autocast bfloat16 computes the forward under torch.autocast("cpu", dtype=torch.bfloat16),
+what a PyTorch user does for bfloat16 GEMMs (the matmul in bfloat16 through oneDNN,
+cross_entropy in float32): the peer of `nce bench loss --gemm-precision bfloat16`.
 
 One run: fresh leaves, the loss, backward(). Warm-up runs (default 1) are left out of the
 median. cpu_ms is the median CPU time of a run over the process's threads; peak_rss_mib is
@@ -61,6 +66,7 @@ def main():
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--tau", type=float, default=0.05)
     parser.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    parser.add_argument("--autocast", choices=["none", "bfloat16"], default="none")
     options = parser.parse_args()
     if options.threads > 0:
         torch.set_num_threads(options.threads)
@@ -73,6 +79,12 @@ def main():
     targets = torch.arange(options.n)
 
     def run_once():
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=options.autocast == "bfloat16"):
+            loss = forward()
+        loss.backward()
+        return loss.item()
+
+    def forward():
         q_leaf = q.detach().requires_grad_()
         p_leaf = p.detach().requires_grad_()
         leaves = [q_leaf, p_leaf]
@@ -89,8 +101,7 @@ def main():
             else:
                 p_to_q = p_leaf @ q_leaf.T / options.tau
             loss = (loss + F.cross_entropy(p_to_q, targets)) / 2
-        loss.backward()
-        return loss.item()
+        return loss
 
     loss = 0.0
     for _ in range(options.warmup):
@@ -107,7 +118,7 @@ def main():
     median = statistics.median(milliseconds)
     line = {
         "bench": "loss", "side": "torch", "name": options.name, "n": options.n, "d": options.d,
-        "neg": options.neg, "dtype": options.dtype, "threads": torch.get_num_threads(),
+        "neg": options.neg, "dtype": options.dtype, "autocast": options.autocast, "threads": torch.get_num_threads(),
         "reps": options.reps, "median_ms": median, "min_ms": min(milliseconds),
         "cpu_ms": statistics.median(cpu_milliseconds),
         "gemm_gflop": flops / 1e9, "gemm_gflop_per_s": flops / 1e9 / (median / 1000.0),

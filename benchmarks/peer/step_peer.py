@@ -4,7 +4,7 @@
 Run with Debian's /usr/bin/python3 (python3-torch, PyTorch 1.13):
 
     /usr/bin/python3 benchmarks/peer/step_peer.py --model sig_predictor|text_encoder \
-        [--batch B] [--seq T] [--threads N] [--reps R] [--warmup W]
+        [--batch B] [--seq T] [--threads N] [--reps R] [--warmup W] [--autocast none|bfloat16]
 
 A step is: zero the gradients (set to None) -> encode -> loss -> backward -> AdamW step
 (lr 1e-4, weight decay 0.01), exactly what apps/bench_step_command.cpp times:
@@ -18,6 +18,11 @@ A step is: zero the gradients (set to None) -> encode -> loss -> backward -> Ada
                  (d_model 128, 4 heads, feed-forward 512, dropout 0.1) -> mean over real
                  tokens -> L2-normalise; symmetric InfoNCE over B queries and B passages at
                  tau 0.05. Defaults B = 32, T = 32.
+
+--autocast bfloat16 runs the encoding and the loss under torch.autocast("cpu",
+dtype=torch.bfloat16) (linear layers and matmuls in bfloat16 through oneDNN, softmax, layer
+norm and cross_entropy in float32, the weights and AdamW in float32): the peer of
+`nce bench step --gemm-precision bfloat16`.
 
 Row r of every mask keeps T - (r mod ceil(T/2)) tokens, as on the nce side. The first
 --warmup steps are not timed. peak_rss_mib is getrusage's ru_maxrss, and cpu_ms the median
@@ -81,8 +86,19 @@ def masked_mean(tokens, mask):
     return (tokens * weights).sum(1) / weights.sum(1)
 
 
+class Float32LayerNorm(nn.LayerNorm):
+    """LayerNorm on a float32 copy of its input. PyTorch 1.13's CPU autocast hands layer_norm a
+    bfloat16 input with float32 weights and stops ("expected scalar type BFloat16 but found
+    Float"); a user works around it this way, which is also what nce does (layer norm in
+    float32). Without autocast the input is float32 already and nothing is copied."""
+
+    def forward(self, x):
+        return F.layer_norm(x.float(), self.normalized_shape, self.weight, self.bias, self.eps)
+
+
 def encoder(d_model, heads, feed_forward):
     layer = nn.TransformerEncoderLayer(d_model, heads, feed_forward, dropout=0.1, batch_first=True)
+    layer.norm1, layer.norm2 = Float32LayerNorm(d_model), Float32LayerNorm(d_model)
     return nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
 
 
@@ -126,6 +142,7 @@ def main():
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--autocast", choices=["none", "bfloat16"], default="none")
     args = parser.parse_args()
     sig = args.model == "sig_predictor"
     batch = args.batch or (64 if sig else 32)
@@ -154,12 +171,13 @@ def main():
 
     def step():
         optimizer.zero_grad(set_to_none=True)
-        if sig:
-            tau = model.log_tau.exp().clamp(min=1e-4)
-            loss = infonce(model(features, mask), targets, tau)
-        else:
-            q, p = model(queries, mask), model(passages, mask)
-            loss = 0.5 * (infonce(q, p, 0.05) + infonce(p, q, 0.05))
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.autocast == "bfloat16"):
+            if sig:
+                tau = model.log_tau.exp().clamp(min=1e-4)
+                loss = infonce(model(features, mask), targets, tau)
+            else:
+                q, p = model(queries, mask), model(passages, mask)
+                loss = 0.5 * (infonce(q, p, 0.05) + infonce(p, q, 0.05))
         loss.backward()
         optimizer.step()
         return loss.item()
@@ -177,7 +195,7 @@ def main():
     median = median_of(milliseconds)
     print(json.dumps({
         "bench": "step", "side": "torch", "name": args.model, "model": args.model, "batch": batch, "seq": seq,
-        "dtype": "float32", "threads": torch.get_num_threads(), "reps": args.reps,
+        "dtype": "float32", "autocast": args.autocast, "threads": torch.get_num_threads(), "reps": args.reps,
         "median_ms": median, "min_ms": ordered[0], "samples_per_s": batch / (median / 1000.0),
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         "blas_core": blas_core_name(library), "cpu_ms": median_of(cpu_milliseconds), "last_loss": loss, "times_ms": milliseconds,
