@@ -3,8 +3,8 @@
 # train / eval: a name other than cpu or cuda is refused naming the two; where this machine
 # or this build has no CUDA backend, --device cuda is one line "nce: error: --device cuda:
 # <why>; run with --device cpu", a non-zero exit, nothing on stdout and nothing written.
-# On a machine whose GPU the CUDA build can use, the bench commands run there instead, and
-# the retrieval apps' train says in one line that it does not run on the GPU yet.
+# On a machine whose GPU the CUDA build can use, the bench commands and a tiny retrieval run
+# (train, eval, index) run there instead (never run so far: no GPU was lent to this work).
 # Usage: bash tests/device_cli_test.sh PATH/TO/nce      (meson test runs it as the suite 'device-cli')
 set -uo pipefail
 
@@ -49,9 +49,17 @@ if [[ $status -eq 0 ]]; then
     expect_in "$stdout" '"device":"cuda"' "bench loss --device cuda runs on the GPU"
     run bench step --model text_encoder --batch 4 --seq 4 --reps 1 --warmup 0 --device cuda
     expect_exit_zero "bench step --device cuda"
-    run korquad train --device cuda --output "$scratch/cuda_run"
-    expect_one_line_error "--device cuda: the retrieval runs .* do not run on the GPU yet; run with --device cpu" \
-        "$scratch/cuda_run" "korquad train --device cuda"
+    cat >"$scratch/tiny.json" <<'JSON'
+{"vocab_size": 400, "d_model": 32, "pretrain_steps": 2, "pretrain_batch_size": 8, "nhead": 2, "num_layers": 1,
+ "dim_feedforward": 64, "max_query_length": 24, "max_passage_length": 40, "batch_size": 16, "max_steps": 4,
+ "warmup_steps": 1, "evaluate_every": 2, "candidate_depth": 20, "app": {"articles": 12}}
+JSON
+    run korquad train --device cuda --config "$scratch/tiny.json" --output "$scratch/cuda_run"
+    expect_exit_zero "korquad train --device cuda (tiny)"
+    run korquad eval --device cuda --output "$scratch/cuda_run"
+    expect_exit_zero "korquad eval --device cuda"
+    run korquad index --device cuda --output "$scratch/cuda_run"
+    expect_exit_zero "korquad index --device cuda"
 else
     # The reason is backend_for's: "no cuda device: ..." (a CUDA build on a machine without a
     # GPU) or "no cuda backend in this build: ..." (a build without the CUDA toolkit).

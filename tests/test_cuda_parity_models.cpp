@@ -1,12 +1,20 @@
 // The CUDA backend against the CPU backend one level up: every loss of the registry (its
 // value and the gradients of its differentiable inputs; the fused InfoNCE family takes its
-// reference path off the CPU), the nn modules forward and backward with dropout on, and a
-// sig_predictor trained 20 AdamW steps on each device, whose losses must follow each other.
+// reference path off the CPU), the nn modules forward and backward with dropout on, a
+// sig_predictor trained 20 AdamW steps on each device, whose losses must follow each other,
+// and a text_encoder trained and pretrained by the retrieval apps' own loops on each device.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 
+#include "apps/retrieval/pretraining.h"
+#include "apps/retrieval/run_device.h"
+#include "apps/retrieval/training.h"
 #include "losses/losses.h"
 #include "nn/embedding.h"
 #include "nn/layer_norm.h"
@@ -259,4 +267,142 @@ TEST_CASE("cuda parity: a sig_predictor trained 20 AdamW steps on CUDA follows t
             CHECK_MESSAGE(std::abs(cuda[step] - cpu[step]) <= tolerance * std::abs(cpu[step]),
                           "step " << step << ": cuda " << cuda[step] << ", cpu " << cpu[step]);
     }
+}
+
+namespace {
+
+// A tiny corpus: passage i tells of one place, query i asks for it, each pair its own group;
+// the pairs score 1 and 0.5 in turn (cosent learns from the difference, rank_infonce from both).
+data::RetrievalDataset tiny_corpus(int first, int count) {
+    const std::vector<std::string> places = {"river", "bridge", "market", "harbor", "garden", "castle",
+                                             "forest", "mill", "tower", "square", "chapel", "meadow"};
+    data::RetrievalDataset dataset;
+    dataset.name = "tiny";
+    for (int i = first; i < first + count; ++i) {
+        const std::string& place = places[static_cast<size_t>(i)];
+        const std::string group = "g" + std::to_string(i);
+        dataset.passages.push_back({"p" + std::to_string(i), "the " + place + " of the old town opens early. "
+                                    "visitors walk to the " + place + " every morning", group});
+        dataset.queries.push_back({"q" + std::to_string(i), "when does the " + place + " open", group});
+        const int64_t row = i - first;
+        dataset.relevance.push_back({row, row, row % 2 == 0 ? 1.0 : 0.5});
+    }
+    return dataset;
+}
+
+// The loss of every step a trainer logged (JSON lines, "event": "step").
+std::vector<double> logged_losses(const std::string& log_path) {
+    std::vector<double> losses;
+    std::ifstream log(log_path);
+    for (std::string line; std::getline(log, line);) {
+        nlohmann::json record = nlohmann::json::parse(line);
+        if (record.at("event") == "step") losses.push_back(record.at("loss").get<double>());
+    }
+    return losses;
+}
+
+// Each step's loss of the CUDA run within 1e-5 relative of the CPU run's (float32).
+void check_losses_follow(const std::vector<double>& cuda, const std::vector<double>& cpu, size_t steps) {
+    REQUIRE(cpu.size() == steps);
+    REQUIRE(cuda.size() == cpu.size());
+    for (size_t step = 0; step < cpu.size(); ++step)
+        CHECK_MESSAGE(std::abs(cuda[step] - cpu[step]) <= parity_tolerance(Dtype::Float32) * std::abs(cpu[step]),
+                      "step " << step + 1 << ": cuda " << cuda[step] << ", cpu " << cpu[step]);
+}
+
+}  // namespace
+
+TEST_CASE("cuda parity: the retrieval apps' training and pretraining loops on CUDA follow the CPU runs") {
+    namespace fs = std::filesystem;
+    namespace retrieval = apps::retrieval;
+    const fs::path folder = fs::temp_directory_path() / fmt::format("nce_test_cuda_retrieval_{}", getpid());
+    fs::remove_all(folder);
+    fs::create_directories(folder);
+    const data::RetrievalDataset train = tiny_corpus(0, 8), validation = tiny_corpus(8, 4);
+    std::vector<std::string> texts;  // the tokenizer's, and the texts encoded after training
+    for (const data::RetrievalDataset* split : {&train, &validation}) {
+        for (const data::Query& query : split->queries) texts.push_back(query.text);
+        for (const data::Passage& passage : split->passages) texts.push_back(passage.text);
+    }
+    data::TokenizerOptions tokenizer_options;
+    tokenizer_options.vocab_size = 60;
+    tokenizer_options.character_coverage = 1.0;
+    tokenizer_options.exact_vocab_size = false;
+    const data::Tokenizer tokenizer = data::Tokenizer::train(texts, tokenizer_options, folder.string());
+
+    retrieval::RunConfig config;
+    config.d_model = 8;
+    config.nhead = 2;
+    config.num_layers = 1;
+    config.dim_feedforward = 16;
+    config.max_query_length = 8;
+    config.max_passage_length = 12;
+    config.batch_size = 4;
+    config.max_steps = 6;
+    config.warmup_steps = 2;
+    config.learning_rate = 3e-3;
+    config.evaluate_every = 3;  // the best checkpoint is written from the device and read back onto it
+    config.encode_batch_size = 8;
+    config.pretrain_steps = 3;
+    config.pretrain_batch_size = 4;
+    config.seed = 5;
+
+    // A run on `device`: its per-step losses, the model's embeddings of every text (copied back
+    // to the host) and those of its saved model.safetensors, loaded on the host.
+    struct Run {
+        std::vector<double> losses;
+        Tensor embeddings, saved_embeddings;
+        double metric = 0;
+    };
+    auto embed_all = [&](nn::EmbeddingModel& model) {
+        return retrieval::encode_texts(model, tokenizer, texts, config.max_passage_length, config.encode_batch_size);
+    };
+    auto train_on = [&](Device device, const retrieval::RunConfig& run_config) {
+        retrieval::RunConfig on_device = run_config;
+        on_device.device = device_name(device);
+        const fs::path output = folder / fmt::format("{}_{}_{}", run_config.loss, run_config.mini_batch_size,
+                                                     device_name(device));
+        retrieval::create_output_folder(output.string());
+        const retrieval::RunFiles files(output.string());
+        auto model = retrieval::to_run_device(retrieval::make_text_encoder(on_device, tokenizer.vocab_size()), on_device);
+        retrieval::TrainingReport report =
+            retrieval::train_text_encoder(*model, tokenizer, train, validation, on_device, files);
+        REQUIRE(retrieval::model_device(*model) == device);
+        return Run{logged_losses(files.log), embed_all(*model),
+                   embed_all(*retrieval::load_text_encoder(files.model)), report.result.best_metric.value_or(-1)};
+    };
+    struct Case {
+        std::string loss;
+        int64_t mini_batch_size;
+    };
+    for (const Case& c : {Case{"infonce", 0}, Case{"infonce", 2}, Case{"multi_positive", 0},
+                          Case{"rank_infonce", 0}, Case{"cosent", 0}}) {
+        const std::string name = c.mini_batch_size > 0 ? c.loss + " through GradCache" : c.loss;
+        INFO(name);
+        retrieval::RunConfig run_config = config;
+        run_config.loss = c.loss;
+        run_config.mini_batch_size = c.mini_batch_size;
+        const Run cpu = train_on(Device::CPU, run_config), cuda = train_on(Device::CUDA, run_config);
+        check_losses_follow(cuda.losses, cpu.losses, static_cast<size_t>(config.max_steps));
+        check_close(cuda.embeddings, cpu.embeddings, "the trained model's embeddings");
+        check_close(cuda.saved_embeddings, cuda.embeddings, "the CUDA run's saved model, on the host");
+        CHECK(cuda.metric == doctest::Approx(cpu.metric));
+    }
+
+    // Corpus pretraining (imitating BM25): its losses and the model it leaves. (Its top-1 figures
+    // are left out: a tiny model's near ties may rank differently at float32's last bits.)
+    auto pretrain_on = [&](Device device) {
+        retrieval::RunConfig on_device = config;
+        on_device.device = device_name(device);
+        auto model = retrieval::to_run_device(retrieval::make_text_encoder(on_device, tokenizer.vocab_size()), on_device);
+        const std::string log = (folder / fmt::format("pretrain_{}.jsonl", device_name(device))).string();
+        retrieval::pretrain_text_encoder(*model, tokenizer, train.passages, retrieval::LexicalTokens::Whitespace, 4,
+                                         on_device, log);
+        return Run{logged_losses(log), embed_all(*model), Tensor(), 0};
+    };
+    const Run cpu_pretrained = pretrain_on(Device::CPU);
+    const Run cuda_pretrained = pretrain_on(Device::CUDA);
+    check_losses_follow(cuda_pretrained.losses, cpu_pretrained.losses, static_cast<size_t>(config.pretrain_steps));
+    check_close(cuda_pretrained.embeddings, cpu_pretrained.embeddings, "the pretrained model's embeddings");
+    fs::remove_all(folder);
 }

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "apps/retrieval/passage_index.h"
+#include "apps/retrieval/run_device.h"
 #include "apps/retrieval/text_model.h"
 #include "engine/error.h"
 #include "losses/losses.h"
@@ -184,13 +185,13 @@ PretrainingReport pretrain_text_encoder(nn::EmbeddingModel& model, const data::T
             tokenizer.encode(with_prompt(query_prompt, std::move(batch_queries)), config.max_query_length);
         data::EncodedBatch encoded_candidates =
             tokenizer.encode(with_prompt(passage_prompt, std::move(batch_candidates)), config.max_passage_length);
-        Var q = model.encode(encoded_queries.ids, encoded_queries.mask, &generator);                // [N, d]
-        Var c = model.encode(encoded_candidates.ids, encoded_candidates.mask, &generator);          // [N*K, d]
+        Var q = encode_on_model_device(model, encoded_queries, &generator);                         // [N, d]
+        Var c = encode_on_model_device(model, encoded_candidates, &generator);                      // [N*K, d]
         int64_t d = q.value().size(1);
-        Tensor teacher_scores = Tensor::from_vector(scores, {rows, candidates}, q.value().dtype());  // [N, K]
+        Tensor teacher_scores = beside(q, Tensor::from_vector(scores, {rows, candidates}, q.value().dtype()));  // [N, K]
         std::vector<int64_t> top_rows;  // row r's top candidate is row r * K of c
         for (int64_t r = 0; r < rows; ++r) top_rows.push_back(r * candidates);
-        Var c_top = index_select(c, Tensor::from_indices(top_rows, {rows}));                      // [N, d]
+        Var c_top = index_select(c, beside(c, Tensor::from_indices(top_rows, {rows})));           // [N, d]
         Var loss = losses::distill_kl(q, reshape(c, {rows, candidates, d}), teacher_scores, kStudentTemperature,
                                       kTeacherTemperature) +
                    losses::infonce(q, c_top, Var(), Var(), kStudentTemperature);

@@ -17,6 +17,7 @@
 #include "apps/retrieval/model_card.h"
 #include "apps/retrieval/passage_index.h"
 #include "apps/retrieval/pretraining.h"
+#include "apps/retrieval/run_device.h"
 #include "apps/retrieval/svg_charts.h"
 #include "apps/retrieval/text_model.h"
 #include "apps/retrieval/training_windows.h"
@@ -426,19 +427,19 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     print_tokenizer(tokenizer, config, files);
     std::fflush(stdout);
 
-    std::unique_ptr<nn::EmbeddingModel> untrained = make_text_encoder(config, tokenizer.vocab_size());
+    std::unique_ptr<nn::EmbeddingModel> untrained = to_run_device(make_text_encoder(config, tokenizer.vocab_size()), config);
     std::unique_ptr<nn::EmbeddingModel> model, pretrained;
     nlohmann::json facts = {{"split", split_sizes(splits)}, {"tokenizer_pieces", tokenizer.vocab_size()}};
     facts["prompts"] = prompts_fact(*untrained);
     if (!config.init.empty()) {
-        model = load_init(config, tokenizer.vocab_size());
+        model = to_run_device(load_init(config, tokenizer.vocab_size()), config);
         fmt::print("starting from {} (no corpus pretraining)\n", config.init);
         facts["init"] = config.init;
     } else {
-        model = make_text_encoder(config, tokenizer.vocab_size());
+        model = to_run_device(make_text_encoder(config, tokenizer.vocab_size()), config);
         if (config.pretrain_steps != 0) {
             facts["pretraining"] = pretraining_facts(pretrain_and_save(app, config, files, tokenizer, dataset, *model));
-            pretrained = load_text_encoder(files.pretrained);
+            pretrained = to_run_device(load_text_encoder(files.pretrained), config);
         }
     }
 
@@ -497,8 +498,8 @@ RunOutcome run_pretrain(const RetrievalApp& app, const RunConfig& given_config) 
     data::Tokenizer tokenizer = run_tokenizer(config, splits, files);
     write_run_config(files.config, config);
     print_tokenizer(tokenizer, config, files);
-    std::unique_ptr<nn::EmbeddingModel> untrained = make_text_encoder(config, tokenizer.vocab_size());
-    std::unique_ptr<nn::EmbeddingModel> model = make_text_encoder(config, tokenizer.vocab_size());
+    std::unique_ptr<nn::EmbeddingModel> untrained = to_run_device(make_text_encoder(config, tokenizer.vocab_size()), config);
+    std::unique_ptr<nn::EmbeddingModel> model = to_run_device(make_text_encoder(config, tokenizer.vocab_size()), config);
     nlohmann::json facts = {{"split", split_sizes(splits)}, {"tokenizer_pieces", tokenizer.vocab_size()}};
     facts["pretraining"] = pretraining_facts(pretrain_and_save(app, config, files, tokenizer, dataset, *model));
     facts["prompts"] = prompts_fact(*model);
@@ -516,7 +517,7 @@ RunOutcome run_eval(const RetrievalApp& app, const RunConfig& config, const std:
     auto start = Clock::now();
     RunFiles files(config.output);
     std::string checkpoint = checkpoint_path.empty() ? files.model : checkpoint_path;
-    std::unique_ptr<nn::EmbeddingModel> model = load_text_encoder(checkpoint);
+    std::unique_ptr<nn::EmbeddingModel> model = to_run_device(load_text_encoder(checkpoint), config);
     {
         const nn::ModelConfig& saved = model->config();
         std::string query_prompt = prompts.query_prompt.value_or(saved.query_prompt);
@@ -536,12 +537,12 @@ RunOutcome run_eval(const RetrievalApp& app, const RunConfig& config, const std:
     data::DatasetSplits splits = split_for_app(app, dataset, fitted);
     create_output_folder(config.output);
     Generator generator(config.seed);
-    std::unique_ptr<nn::EmbeddingModel> untrained = nn::make_model(model->config(), generator);
+    std::unique_ptr<nn::EmbeddingModel> untrained = to_run_device(nn::make_model(model->config(), generator), config);
     // The run's pretrained model, when the checkpoint's folder holds one, gets its row as in train.
     fs::path pretrained_path = fs::path(checkpoint).parent_path() / "pretrained.safetensors";
     std::unique_ptr<nn::EmbeddingModel> pretrained;
     if (fs::is_regular_file(pretrained_path) && !fs::equivalent(pretrained_path, checkpoint)) {
-        pretrained = load_text_encoder(pretrained_path.string());
+        pretrained = to_run_device(load_text_encoder(pretrained_path.string()), config);
         NCE_CHECK(pretrained->config().vocab_size == model->config().vocab_size &&
                       pretrained->config().max_len == model->config().max_len,
                   "{}: it does not match {} beside it (another run's file?); move it away", pretrained_path.string(),
@@ -557,14 +558,13 @@ RunOutcome run_eval(const RetrievalApp& app, const RunConfig& config, const std:
 
 namespace {
 
-// --device: cuda stops here, before the run reads or writes anything. Without a GPU backend
-// (no GPU, or a build without CUDA) the line says why (apps/device_option.h); with one, it says
-// that these runs are not moved to the device yet (their tokenized batches, the losses that
-// read host tensors, evaluation's encoding and the FAISS index all work on host tensors).
+// --device: checked here, before the run reads or writes anything. Without a GPU backend (no
+// GPU, or a build without CUDA) cuda stops with one line saying why (apps/device_option.h);
+// with one, the run's models go to the device as they are made or loaded (run_device.h).
 void require_run_device(const RunConfig& config) {
     if (require_device(config.device) == Device::CPU) return;
-    fail("--device cuda: the retrieval runs (train, pretrain, eval, index) do not run on the GPU yet; run with "
-         "--device cpu (nce bench loss, nce bench step and nce encode take --device cuda)");
+    NCE_CHECK(distributed::world().size() == 1, "--device cuda: the retrieval runs use the GPU from one process; "
+              "start it without mpirun");
 }
 
 // The prompt flags given on `command`'s line: eval reads with them in place of the checkpoint's.
@@ -652,7 +652,7 @@ CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, i
         RunConfig config = index_options(true, false);
         RunFiles files(config.output);
         std::string checkpoint = index_checkpoint->empty() ? files.model : *index_checkpoint;
-        std::unique_ptr<nn::EmbeddingModel> model = load_text_encoder(checkpoint);
+        std::unique_ptr<nn::EmbeddingModel> model = to_run_device(load_text_encoder(checkpoint), config);
         data::Tokenizer tokenizer = tokenizer_for(checkpoint, files);
         RunConfig fitted = fitted_to(config, *model);
         data::RetrievalDataset dataset = load_checked(app, fitted);

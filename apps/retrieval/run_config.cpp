@@ -54,7 +54,9 @@ const std::vector<std::pair<std::string, std::string>>& field_help() {
         {"batch_size", "rows per training batch"},
         {"mini_batch_size", "GradCache: rows embedded at a time, the batch's exact gradient in less memory "
                             "(0: the whole batch; infonce, infonce_symmetric, matryoshka)"},
-        {"device", "compute on cpu or cuda (the retrieval runs do not run on cuda yet: it stops with one line)"},
+        {"device", "compute on cpu or cuda: train, pretrain, eval and index move the model and each batch to the GPU "
+                   "and the embeddings back (checked against the CPU on the CUDA backend's host-run build; not yet "
+                   "run on a real GPU)"},
         {"gemm_precision", "float32 or bfloat16: float32 GEMMs round their operands to bfloat16 and accumulate in "
                            "float32 (oneDNN; CPU only); default: NCE_GEMM_PRECISION, else float32"},
         {"max_steps", "training step budget"},

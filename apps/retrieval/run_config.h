@@ -73,9 +73,9 @@ struct RunConfig {
     // for bit in about half the activation memory, for about a third more compute.
     bool checkpoint_activations = false;
     // "cpu" or "cuda". The retrieval apps' train / pretrain / eval / index check it before
-    // they read or write anything: cuda stops with one line, either naming why this machine
-    // or build has no GPU backend, or, where there is one, saying that these runs do not
-    // run on it yet (apps/retrieval/retrieval_app.cpp, require_run_device).
+    // they read or write anything: cuda on a machine or build without a GPU backend stops
+    // with one line naming why (apps/retrieval/retrieval_app.cpp, require_run_device); with
+    // one, the run computes on the GPU (apps/retrieval/run_device.h says what moves where).
     std::string device = "cpu";
     // The precision of the run's float32 GEMMs (engine/gemm_precision.h): "float32", or
     // "bfloat16" (operands rounded to bfloat16, float32 accumulation, oneDNN; CPU only).

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 
+#include "apps/retrieval/run_device.h"
 #include "engine/error.h"
 #include "nn/checkpoint.h"
 
@@ -64,6 +65,7 @@ std::unique_ptr<nn::EmbeddingModel> with_model_prompts(std::unique_ptr<nn::Embed
     Generator unused_initialisation(0);  // every parameter is copied over below
     std::unique_ptr<nn::EmbeddingModel> prompted =
         nn::make_model(config, unused_initialisation, model->parameters().front()->dtype());
+    prompted->to(model_device(*model));  // load_parameters copies onto the parameters' device
     std::map<std::string, Tensor> parameters;
     for (auto& [name, parameter] : model->named_parameters()) parameters[name] = parameter->value();
     nn::load_parameters(*prompted, parameters, "the model given new prompts");
@@ -116,7 +118,8 @@ Tensor encode_texts(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer,
             }
         }
         data::EncodedBatch encoded = tokenizer.encode(batch, max_length);
-        parts.push_back(model.encode(encoded.ids, encoded.mask, nullptr).value().to(Dtype::Float32));
+        // On the model's device; the rows come back to the host for FAISS and the metrics.
+        parts.push_back(encode_on_model_device(model, encoded, nullptr).value().to(Device::CPU).to(Dtype::Float32));
     }
     model.train(was_training);
     return parts.size() == 1 ? parts[0] : concat(parts, 0);

@@ -66,10 +66,10 @@ struct TruncationCount {
 // The number of `texts` with more than max_length tokens.
 int64_t count_truncated(const data::Tokenizer& tokenizer, const std::vector<std::string>& texts, int64_t max_length);
 
-// Embeds `texts` in batches of batch_size: float32 [texts, D], unit rows. The model is put in
-// eval mode and no graph is built; each text keeps its first max_length tokens. When `count`
-// is given, the texts and the truncated ones are added to it. An empty text (no token) is an
-// error naming its position.
+// Embeds `texts` in batches of batch_size on the model's device: float32 [texts, D] on the
+// host, unit rows. The model is put in eval mode and no graph is built; each text keeps its
+// first max_length tokens. When `count` is given, the texts and the truncated ones are added
+// to it. An empty text (no token) is an error naming its position.
 Tensor encode_texts(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, const std::vector<std::string>& texts,
                     int64_t max_length, int64_t batch_size, TruncationCount* count = nullptr);
 

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "apps/retrieval/rankings.h"
+#include "apps/retrieval/run_device.h"
 #include "data/batching.h"
 #include "distributed/data_parallel.h"
 #include "distributed/distributed_losses.h"
@@ -102,11 +103,11 @@ std::vector<std::string> batch_hard_negative_texts(const data::Batch& batch, con
     return texts;
 }
 
-// The model's embeddings of `texts` with dropout from `generator`: a graph for the loss.
+// The model's embeddings of `texts` with dropout from `generator`: a graph for the loss, on
+// the model's device.
 Var embed(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, const std::vector<std::string>& texts,
           int64_t max_length, Generator& generator) {
-    data::EncodedBatch encoded = tokenizer.encode(texts, max_length);
-    return model.encode(encoded.ids, encoded.mask, &generator);
+    return encode_on_model_device(model, tokenizer.encode(texts, max_length), &generator);
 }
 
 // The texts as the model reads them: its query prompt, or its passage prompt, in front.
@@ -172,7 +173,9 @@ double grad_cache_batch(nn::EmbeddingModel& model, const data::Tokenizer& tokeni
         tokenizer.encode(as_queries(model, data::query_texts(batch, train)), config.max_query_length);
     data::EncodedBatch passages =
         tokenizer.encode(as_passages(model, data::passage_texts(batch, train)), config.max_passage_length);
-    nn::PairBatch pairs{queries.ids, queries.mask, passages.ids, passages.mask};
+    const Device device = model_device(model);
+    nn::PairBatch pairs{queries.ids.to(device), queries.mask.to(device), passages.ids.to(device),
+                        passages.mask.to(device)};
     nn::EmbeddingLoss loss = [&](const Var& q, const Var& p, const Var&) {
         return pair_loss(q, p, Var(), config.loss, parameters);
     };
@@ -200,7 +203,7 @@ Var batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, cons
         Var q = embed(model, tokenizer, as_queries(model, group_queries), config.max_query_length, generator);
         Var p = p_of();
         Var a = reshape(p, {queries, answers, p.value().size(1)});
-        Tensor score = data::score_tensor(batch, Dtype::Float32).reshape({queries, answers});
+        Tensor score = beside(q, data::score_tensor(batch, Dtype::Float32).reshape({queries, answers}));
         return losses::listwise(q, a, score, number(parameters, "tau", loss));
     }
     Var q = embed(model, tokenizer, as_queries(model, data::query_texts(batch, train)), config.max_query_length, generator);
@@ -214,7 +217,7 @@ Var batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, cons
                                                        config.max_passage_length, generator);
         return pair_loss(q, p, negatives, loss, parameters);
     }
-    Tensor qid = data::qid_tensor(batch);
+    Tensor qid = beside(q, data::qid_tensor(batch));
     if (loss == "multi_positive") return losses::multi_positive(q, p, qid, Var(), number(parameters, "tau", loss));
     if (loss == "rank_infonce") {
         losses::RankInfonceOptions options;
@@ -223,8 +226,8 @@ Var batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, cons
         options.score_weight = number(parameters, "score_weight", loss);
         options.use_ranks = number(parameters, "use_ranks", loss) != 0;
         options.use_scores = number(parameters, "use_scores", loss) != 0;
-        return losses::rank_infonce(q, p, qid, data::rank_tensor(batch), data::score_tensor(batch, Dtype::Float32), Var(),
-                                    options);
+        return losses::rank_infonce(q, p, qid, beside(q, data::rank_tensor(batch)),
+                                    beside(q, data::score_tensor(batch, Dtype::Float32)), Var(), options);
     }
     if (loss == "hard_negative_infonce")
         return losses::hard_negative_infonce(q, p, qid, Var(), number(parameters, "tau", loss),
@@ -232,7 +235,7 @@ Var batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, cons
     if (loss == "cosent" || loss == "contrastive") {
         // One pair per row: the query and one of its passages, labelled by the row's score
         // (a pairs file's score column; its negatives score 0).
-        Tensor label = data::score_tensor(batch, Dtype::Float32);
+        Tensor label = beside(q, data::score_tensor(batch, Dtype::Float32));
         if (loss == "cosent") return losses::cosent(q, p, label, number(parameters, "scale", loss));
         for (const data::BatchRow& row : batch.rows)
             NCE_CHECK(row.score >= 0 && row.score <= 1, "training: loss contrastive needs labels in [0, 1] (1 = similar), "
@@ -315,7 +318,7 @@ TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokeniz
     adam.learning_rate = config.learning_rate;
     adam.weight_decay = config.weight_decay;
     nn::AdamW optimizer(model.parameters(), adam);
-    distributed::broadcast_parameters(model);  // under mpirun: rank 0's weights on every process
+    if (distributed::world().size() > 1) distributed::broadcast_parameters(model);  // rank 0's weights everywhere
 
     nn::TrainerOptions options;
     options.epochs = config.epochs;
