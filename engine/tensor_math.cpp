@@ -351,8 +351,16 @@ Tensor full_like(const Tensor& x, double value) { return Tensor::full(x.shape(),
 // ---- checks ----
 
 bool all_finite(const Tensor& x) {
-    if (!is_floating(x.dtype())) return true;
-    Tensor host = x.to(Device::CPU);
+    if (!is_floating(x.dtype()) || x.numel() == 0) return true;
+    if (x.device() != Device::CPU) {
+        // On the device, and one number back: x · 0 is 0 where x is finite and NaN where it is
+        // NaN or ±inf, and a NaN carries through a sum. Each row of [numel / last, last] is
+        // summed first (a row to a thread on a GPU), then the row sums.
+        const int64_t last = x.rank() == 0 ? 1 : x.size(x.rank() - 1);
+        Tensor zeros_or_nans = (x * 0.0).reshape({x.numel() / last, last});
+        return std::isfinite(sum(sum(zeros_or_nans, 1)).item());
+    }
+    Tensor host = x;
     // A typed loop: every loss checks its inputs with this, so it reads N x d values per call.
     auto finite = [n = host.numel()](const auto* values) {
         bool every = true;

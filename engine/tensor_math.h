@@ -109,6 +109,7 @@ Tensor zeros_like(const Tensor& x);
 Tensor full_like(const Tensor& x, double value);
 
 // Comparisons for tests and checks.
+// all_finite: a loop on the CPU; on another device a reduction there, one number copied back.
 bool all_finite(const Tensor& x);
 double max_abs(const Tensor& x);
 double max_abs_difference(const Tensor& a, const Tensor& b);

@@ -34,9 +34,14 @@ inline Tensor one_hot_rows(const std::vector<int64_t>& targets, int64_t columns,
 inline SoftmaxCrossEntropy softmax_cross_entropy_rows(const Tensor& logits, const std::vector<int64_t>& targets) {
     int64_t rows = logits.size(0), columns = logits.size(1);
     Tensor log_probabilities = log_softmax(logits);  // [R, C]
+    // log P_i,target(i), picked on the logits' device: entry i·C + target(i) of log P as [R·C, 1].
+    std::vector<int64_t> target_entries(targets.size());
+    for (size_t i = 0; i < targets.size(); ++i) target_entries[i] = static_cast<int64_t>(i) * columns + targets[i];
+    Tensor target_log_probabilities =
+        index_select(log_probabilities.reshape({rows * columns, 1}),
+                     Tensor::from_indices(target_entries, {rows}).to(logits.device()));  // [R, 1]
     SoftmaxCrossEntropy result;
-    const Tensor host_log_probabilities = log_probabilities.to(Device::CPU);  // itself on the CPU
-    for (int64_t i = 0; i < rows; ++i) result.loss_sum -= host_log_probabilities.at(i * columns + targets[i]);
+    result.loss_sum = -sum(target_log_probabilities.to(Dtype::Float64)).item();  // one number read back
     result.probabilities_minus_targets =
         exp(log_probabilities) - one_hot_rows(targets, columns, logits.dtype()).to(logits.device());
     return result;

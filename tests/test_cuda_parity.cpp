@@ -4,7 +4,10 @@
 // same cases run on the device (tests/test_cuda_parity_main.cpp).
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include "engine/cuda/cuda_backend.h"
+#include "losses/infonce.h"
 #include "tests/cuda_parity_harness.h"
 #include "tests/test_helpers.h"
 
@@ -49,6 +52,32 @@ TEST_CASE("cuda parity: copies to the device and back are exact, in and across d
     CHECK(Tensor::zeros({4}, Dtype::Int64, Device::CUDA).to_indices() == std::vector<int64_t>(4, 0));
     CHECK(sum(x.to(Device::CUDA)).item() == doctest::Approx(sum(x).item()).epsilon(1e-14));
     CHECK(Tensor::empty({0, 3}, Dtype::Float64, Device::CUDA).to(Device::CPU).numel() == 0);
+}
+
+TEST_CASE("cuda parity: all_finite on the device finds a NaN or an inf anywhere, in any shape and dtype") {
+    const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+    for (Dtype dtype : {Dtype::Float64, Dtype::Float32})
+        for (const Shape& shape : {Shape{}, Shape{7}, Shape{3, 5}, Shape{2, 3, 4}}) {
+            INFO(std::string(dtype_name(dtype)) << " " << shape_string(shape));
+            std::vector<double> values = parity_values(shape, 3).to_vector();
+            // Near float32's largest: finite, though a plain sum of two of them would not be.
+            values[0] = 3e38;
+            values[values.size() - 1] = values.size() > 1 ? 3e38 : values[0];
+            CHECK(all_finite(Tensor::from_vector(values, shape, dtype).to(Device::CUDA)));
+            for (size_t at : {size_t{0}, values.size() / 2, values.size() - 1})
+                for (double bad : {nan, inf, -inf}) {
+                    std::vector<double> with_bad = values;
+                    with_bad[at] = bad;
+                    CHECK_FALSE(all_finite(Tensor::from_vector(with_bad, shape, dtype).to(Device::CUDA)));
+                }
+        }
+    CHECK(all_finite(Tensor::empty({0, 3}, Dtype::Float32, Device::CUDA)));
+    // A loss's input check on the device names the input.
+    std::vector<double> q = parity_values({4, 3}, 4).to_vector();
+    q[5] = nan;
+    const Var bad_q(Tensor::from_vector(q, {4, 3}, Dtype::Float32).to(Device::CUDA));
+    const Var p(parity_values({4, 3}, 5).to(Dtype::Float32).to(Device::CUDA));
+    CHECK_ERROR_MENTIONS(losses::infonce(bad_q, p, Var(), Var(), 0.1), "contains NaN or Inf");
 }
 
 TEST_CASE("cuda parity: the backend refuses a tensor on the wrong device") {
