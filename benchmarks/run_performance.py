@@ -296,6 +296,11 @@ def precision_item(runner, warmup, targets):
     table(["work (ms; samples/s)", "nce fp32", "nce bf16", "torch fp32", "torch autocast bf16",
            "nce bf16 vs fp32", "nce/torch fp32", "nce/torch bf16", "nce bf16 / torch fp32"], rows)
     print("(a ratio above 1: the first named is faster; nce bf16 vs fp32 above 1: bfloat16 is the faster)")
+    cpu = lambda side: number(side.get("cpu_ms"), "{:.0f}")
+    table(["work (CPU ms, all threads)", "nce fp32", "nce bf16", "torch fp32", "torch autocast bf16"],
+          [[name] + [cpu(results[(name, precision)][side]) for side in (0, 1) for precision in ("float32", "bfloat16")]
+           for name, _, _ in configurations])
+    print("(CPU ms: on a loaded machine the steadier comparison)")
     loss16, loss_torch16 = results[(configurations[0][0], "bfloat16")]
     step16, step_torch16 = results[(configurations[1][0], "bfloat16")]
     targets["6. nce bfloat16 InfoNCE N=4096 <= 60 ms"] = loss16["median_ms"] <= 60 if ok(loss16) else None
