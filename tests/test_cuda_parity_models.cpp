@@ -375,13 +375,15 @@ TEST_CASE("cuda parity: the retrieval apps' training and pretraining loops on CU
         std::string loss;
         int64_t mini_batch_size;
     };
-    for (const Case& c : {Case{"infonce", 0}, Case{"infonce", 2}, Case{"multi_positive", 0},
-                          Case{"rank_infonce", 0}, Case{"cosent", 0}}) {
+    for (const Case& c : {Case{"infonce", 0}, Case{"infonce", 2}, Case{"infonce_symmetric", 0},
+                          Case{"multi_positive", 0}, Case{"rank_infonce", 0}, Case{"hard_negative_infonce", 0},
+                          Case{"cosent", 0}, Case{"contrastive", 0}, Case{"triplet", 0}, Case{"matryoshka", 0}}) {
         const std::string name = c.mini_batch_size > 0 ? c.loss + " through GradCache" : c.loss;
         INFO(name);
         retrieval::RunConfig run_config = config;
         run_config.loss = c.loss;
         run_config.mini_batch_size = c.mini_batch_size;
+        if (c.loss == "matryoshka") run_config.loss_parameters = {{"dims", "4,8"}, {"weights", "1,1"}};
         const Run cpu = train_on(Device::CPU, run_config), cuda = train_on(Device::CUDA, run_config);
         check_losses_follow(cuda.losses, cpu.losses, static_cast<size_t>(config.max_steps));
         check_close(cuda.embeddings, cpu.embeddings, "the trained model's embeddings");
