@@ -65,6 +65,7 @@ retrieval::RetrievalApp korquad_app() {
     defaults.num_layers = 2;
     defaults.nhead = 4;
     defaults.dim_feedforward = 256;
+    defaults.lexical_dim = -1;  // the lexical head, 6 x d_model (README "Learning from the corpus first")
     defaults.loss = "infonce_symmetric";
     defaults.batch_size = 64;
     defaults.max_steps = 300;

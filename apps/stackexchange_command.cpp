@@ -30,6 +30,7 @@ retrieval::RunConfig stackexchange_defaults() {
     config.num_layers = 1;
     config.nhead = 4;
     config.dim_feedforward = 128;
+    config.lexical_dim = -1;  // the lexical head, 6 x d_model (README "Learning from the corpus first")
     config.max_query_length = 48;
     config.max_passage_length = 64;
     config.loss = "multi_positive";   // every answer of a question is a positive

@@ -52,14 +52,18 @@ Var TextEncoder::encode(const Tensor& input, const Tensor& mask, Generator* gene
     Var pooled = masked_mean_pool(states, mask);              // [B, D]
     if (output_proj) pooled = output_proj->forward(pooled);   // [B, out_dim]
     if (!lexical_proj) return l2_normalize(pooled);
-    // The lexical head (text_encoder.h): s >= 0, so zeroing the padding keeps it out of the max.
-    Var strengths = log(relu(lexical_proj->forward(lexical_norm->forward(states))) + 1.0);  // [B, T, E]
+    // The lexical head (text_encoder.h). f(z) = log(1 + relu(z)) rises monotonically, so
+    //   max over real t of f(z_bte) = f(max over real t of z_bte)
+    // and f runs on [B, E] instead of [B, T, E]. A padded z is set to 0 rather than left out:
+    // when every real z is below 0 the max becomes 0 instead, and f gives 0 for both. The
+    // gradient goes to the same token either way (f' > 0 where z > 0; f' = 0 where z <= 0).
+    Var z = lexical_proj->forward(lexical_norm->forward(states));                 // [B, T, E]
     std::vector<double> is_token = mask.to(Device::CPU).to(Dtype::Float64).to_vector();
     for (double& value : is_token) value = value != 0 ? 1.0 : 0.0;
-    Var real_tokens(Tensor::from_vector(is_token, {batch, tokens, 1}, strengths.value().dtype())
-                        .to(strengths.value().device()));                                  // [B, T, 1]: 1 or 0
-    Var lexical = max(strengths * real_tokens, 1);                                          // [B, E]
-    return l2_normalize(concat({l2_normalize(pooled), l2_normalize(lexical)}, 1));          // [B, D' + E]
+    Var real_tokens(Tensor::from_vector(is_token, {batch, tokens, 1}, z.value().dtype())
+                        .to(z.value().device()));                                 // [B, T, 1]: 1 or 0
+    Var lexical = log(relu(max(z * real_tokens, 1)) + 1.0);                        // [B, E]
+    return l2_normalize(concat({l2_normalize(pooled), l2_normalize(lexical)}, 1));  // [B, D' + E]
 }
 
 }  // namespace nce::nn

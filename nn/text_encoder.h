@@ -19,7 +19,8 @@
 // its high value on some token of any long text), and the mean part gives the first steps a
 // signal while the lexical half learns. Built from the engine's layer_norm, affine, relu,
 // log, mul, max, masked_mean_pool, l2_normalize and concat ops, so its gradient is theirs;
-// the max sends a unit's gradient to its first maximal token.
+// the max sends a unit's gradient to its first maximal token. (It takes the max of the
+// projections first and applies log(1 + relu) to that, the same numbers: text_encoder.cpp.)
 #pragma once
 #include <optional>
 

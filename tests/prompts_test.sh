@@ -31,6 +31,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/cli_test_helpers.sh"
 # `py config MODEL KEY`: nce_config[KEY] of a checkpoint, as JSON.
 # `py top_cosine QUERY.npy CHUNKS.npy K`: the K largest inner products of the query row with
 # the chunk rows, best first, as search prints them.
+# `py close "S1 S2 .." "T1 T2 .."`: exit 0 when the printed scores agree to within one unit of
+# their 4th decimal (search sums in float32, this helper in double: a score near a rounding
+# boundary may print one unit apart).
 # `py same A.npy B.npy`: exit 0 when both hold the same values bit for bit.
 helper="$scratch/helper.py"
 cat >"$helper" <<'PYTHON'
@@ -55,6 +58,9 @@ elif command == "top_cosine":
     query = npy(sys.argv[2])[0]
     scores = sorted((sum(a * b for a, b in zip(query, chunk)) for chunk in npy(sys.argv[3])), reverse=True)
     print(" ".join("%.4f" % score for score in scores[:int(sys.argv[4])]))
+elif command == "close":  # two lists of printed scores, equal to within one unit of their last (4th) decimal
+    a, b = sys.argv[2].split(), sys.argv[3].split()
+    sys.exit(0 if len(a) == len(b) > 0 and all(abs(float(x) - float(y)) <= 1.5e-4 for x, y in zip(a, b)) else 1)
 elif command == "same":
     sys.exit(0 if npy(sys.argv[2]) == npy(sys.argv[3]) else 1)
 elif command == "chunk_texts":  # chunks.jsonl -> one text per line (the chunks hold no line break)
@@ -108,7 +114,7 @@ run encode --model "$model" --text "$scratch/question.txt" --prompt none --max-l
 expect_exit_zero "encode the question --prompt none"
 prompted=$(py top_cosine "$scratch/q.npy" "$scratch/chunks.npy" 3)
 bare=$(py top_cosine "$scratch/q_bare.npy" "$scratch/chunks.npy" 3)
-if [[ -n "$search_scores" && "$search_scores" == "$prompted" ]]; then
+if [[ -n "$search_scores" ]] && py close "$search_scores" "$prompted"; then
     pass "search's top 3 scores ($search_scores) are the cosines of the prompted query and the prompted chunks"
 else
     fail "search's top 3 scores '$search_scores' are not the prompted cosines $prompted (without the query prompt: $bare)"
@@ -213,7 +219,7 @@ run encode --model "$scratch/pairs_run/model.safetensors" --text "$scratch/pairs
 run encode --model "$scratch/pairs_run/model.safetensors" --text "$scratch/pairs_question.txt" --prompt query \
     --max-length 24 --out "$scratch/pairs_q.npy"
 prompted=$(py top_cosine "$scratch/pairs_q.npy" "$scratch/pairs_chunks.npy" 3)
-if [[ -n "$search_scores" && "$search_scores" == "$prompted" ]]; then
+if [[ -n "$search_scores" ]] && py close "$search_scores" "$prompted"; then
     pass "nce train search's top 3 scores ($search_scores) are the prompted cosines"
 else fail "nce train search's top 3 scores '$search_scores' are not the prompted cosines $prompted"; fi
 

@@ -190,12 +190,12 @@ std::unique_ptr<nn::EmbeddingModel> load_init(const RunConfig& config, int64_t v
     const nn::ModelConfig& found = model->config();
     nn::ModelConfig wanted = text_encoder_config(config, vocab_size);
     auto sizes = [](const nn::ModelConfig& c) {
-        return fmt::format("vocabulary {}, max_len {}, d_model {}, {} layers, {} heads, dim_feedforward {}", c.vocab_size,
-                           c.max_len, c.d_model, c.num_layers, c.nhead, c.dim_feedforward);
+        return fmt::format("vocabulary {}, max_len {}, d_model {}, {} layers, {} heads, dim_feedforward {}, lexical_dim {}",
+                           c.vocab_size, c.max_len, c.d_model, c.num_layers, c.nhead, c.dim_feedforward, c.lexical_dim);
     };
     NCE_CHECK(sizes(found) == sizes(wanted) && found.out_dim == wanted.out_dim,
               "--init {}: the checkpoint is a text_encoder of {}, but this run builds one of {}; pass the sizes it "
-              "was trained with (--d-model, --num-layers, --nhead, --dim-feedforward, --max-query-length, "
+              "was trained with (--d-model, --num-layers, --nhead, --dim-feedforward, --lexical-dim, --max-query-length, "
               "--max-passage-length) or another checkpoint", config.init, sizes(found), sizes(wanted));
     // The prompts are no part of the size: the run's own win, and are saved with its model.
     if (found.query_prompt != wanted.query_prompt || found.passage_prompt != wanted.passage_prompt)

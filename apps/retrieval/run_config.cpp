@@ -41,6 +41,8 @@ const std::vector<std::pair<std::string, std::string>>& field_help() {
         {"nhead", "attention heads"},
         {"dim_feedforward", "feed-forward width"},
         {"dropout", "dropout probability while training"},
+        {"lexical_dim", "width of the model's lexical head, a max-pooled vector beside the mean-pooled one (-1: 6 x "
+                        "d_model, 0: none)"},
         {"max_query_length", "query tokens kept, the query prompt's included (longer queries are truncated and counted)"},
         {"max_passage_length", "passage tokens kept, the passage prompt's included (longer passages are truncated and "
                                "counted)"},
@@ -149,6 +151,7 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
     c.nhead = json.at("nhead").get<int64_t>();
     c.dim_feedforward = json.at("dim_feedforward").get<int64_t>();
     c.dropout = json.at("dropout").get<double>();
+    c.lexical_dim = json.at("lexical_dim").get<int64_t>();
     c.max_query_length = json.at("max_query_length").get<int64_t>();
     c.max_passage_length = json.at("max_passage_length").get<int64_t>();
     c.query_prompt = json.at("query_prompt").get<std::string>();
@@ -186,6 +189,13 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
 
 }  // namespace
 
+int64_t lexical_width(const RunConfig& config) {
+    // 6 x d_model: many more features than d_model for a text's words to light, for a
+    // projection of 6 d_model^2 multiply-adds per token (a third of what two encoder layers
+    // of d_model 128 cost); README "Learning from the corpus first" has what it moved.
+    return config.lexical_dim == -1 ? 6 * config.d_model : config.lexical_dim;
+}
+
 nlohmann::json run_config_to_json(const RunConfig& c) {
     return {
         {"data", c.data},
@@ -201,6 +211,7 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
         {"nhead", c.nhead},
         {"dim_feedforward", c.dim_feedforward},
         {"dropout", c.dropout},
+        {"lexical_dim", c.lexical_dim},
         {"max_query_length", c.max_query_length},
         {"max_passage_length", c.max_passage_length},
         {"query_prompt", c.query_prompt},
@@ -283,6 +294,9 @@ void validate_run_config(const RunConfig& c) {
     NCE_CHECK(c.d_model % c.nhead == 0, "config: d_model ({}) must be a multiple of nhead ({})", c.d_model, c.nhead);
     positive(c.dim_feedforward, "dim_feedforward");
     NCE_CHECK(c.dropout >= 0 && c.dropout < 1, "config: dropout must be in [0, 1), got {} (flag --dropout)", c.dropout);
+    NCE_CHECK(c.lexical_dim >= -1 && lexical_width(c) <= nn::kMaxModelWidth, "config: lexical_dim must be -1 (6 x "
+              "d_model), 0 (no lexical head) or a width up to {}, got {} (flag --lexical-dim)", nn::kMaxModelWidth,
+              c.lexical_dim);
     positive(c.max_query_length, "max_query_length");
     positive(c.max_passage_length, "max_passage_length");
     for (const auto& [field, prompt] : {std::pair<const char*, const std::string&>{"query_prompt", c.query_prompt},

@@ -51,6 +51,10 @@ struct RunConfig {
     int64_t nhead = 4;
     int64_t dim_feedforward = 256;
     double dropout = 0.1;
+    // The text_encoder's lexical head (nn/text_encoder.h): a max-pooled log(1 + relu) vector
+    // of this many numbers beside the mean-pooled one, the embedding then d_model + it wide;
+    // 0: none; -1 (the retrieval apps' default): 6 x d_model (lexical_width below).
+    int64_t lexical_dim = 0;
     int64_t max_query_length = 32;     // tokens; longer queries are truncated (and counted)
     int64_t max_passage_length = 128;  // tokens; the model's max_len is the larger of the two
     // Text written before every query / passage the model reads (e.g. "query: "), before
@@ -112,6 +116,9 @@ struct RunConfig {
     // ---- the app's own settings ("app" in the config file), read by the app ----
     nlohmann::json app = nlohmann::json::object();
 };
+
+// The lexical head's width a config asks for: lexical_dim, or 6 x d_model for -1.
+int64_t lexical_width(const RunConfig& config);
 
 // Every field as JSON under its own name.
 nlohmann::json run_config_to_json(const RunConfig& config);

@@ -27,8 +27,8 @@ data::Tokenizer train_run_tokenizer(const std::vector<std::string>& texts, const
                                     const std::string& directory);
 
 // The text_encoder configuration of a run: config's sizes, max_len = the larger of the two
-// maximum lengths, no output projection, fixed temperature (the loss holds tau), and the
-// run's query and passage prompts.
+// maximum lengths, no output projection, a lexical head of config.lexical_dim (0: none),
+// fixed temperature (the loss holds tau), and the run's query and passage prompts.
 nn::ModelConfig text_encoder_config(const RunConfig& config, int64_t vocab_size);
 
 // Prompts. A model reads every query as model.config().query_prompt + query and every
