@@ -21,8 +21,9 @@ best validation MRR@10 of the run (results.json training.best_validation_mrr@10,
 the checkpoint); the test MRR@10 of the trained model is printed beside it. The table: per
 model and precision, the mean, min and max over the seeds; bfloat16 passes when its mean lies
 inside the float32 seeds' [min, max]. The last column is the largest difference between the
-two precisions at one seed (same data, split, initialisation and batches). CPU seconds (user + system of the run) per run are
-printed, since the machine may be shared. A measurement, not a test: the exit code is 0.
+two precisions at one seed (same data, split, initialisation and batches). CPU seconds (user
++ system) per run are printed, since the machine may be shared. A measurement, not a test:
+the exit code is 0.
 """
 import argparse
 import json
