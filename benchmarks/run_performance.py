@@ -5,6 +5,7 @@ by side, in one run.
     /usr/bin/python3 benchmarks/run_performance.py [--build build] [--threads 2] [--reps 3] [--warmup 2]
                                                   [--quick] [--skip-large] [--precision-only]
                                                   [--openblas-coretype NAME] [--out benchmarks/results]
+                                                  [--python /usr/bin/python3]
 
 Both sides run with OPENBLAS_CORETYPE unset (OpenBLAS picks its kernels for this CPU;
 --openblas-coretype names one for both, where OpenBLAS does not know the CPU) and
@@ -79,6 +80,8 @@ def parse_arguments():
                         help="OPENBLAS_CORETYPE for both sides (default: unset, OpenBLAS detects the core; OpenBLAS "
                              "0.3.21 does not know newer CPUs, e.g. Xeon family 6 model 207, and falls back to its "
                              "SSE3 Prescott kernels there: SkylakeX names the AVX-512 ones)")
+    parser.add_argument("--python", default="/usr/bin/python3",
+                        help="the Python that runs the PyTorch peers (default: Debian's /usr/bin/python3, python3-torch)")
     parser.add_argument("--out", default=os.path.join(REPO, "benchmarks", "results"),
                         help="folder for performance.json and cost_growth.svg")
     arguments = parser.parse_args()
@@ -133,7 +136,7 @@ class Runner:
         script = os.path.join(PEER_DIR, f"{kind}_peer.py")
         if not os.path.exists(script):
             return {"missing": f"benchmarks/peer/{kind}_peer.py does not exist yet"}
-        return self._run(["/usr/bin/python3", script] + options, self.torch_env, f"{kind}_peer.py")
+        return self._run([self.arguments.python, script] + options, self.torch_env, f"{kind}_peer.py")
 
     def pair(self, kind, options, torch_too=True, reps=None, precision=None):
         """Both sides of one configuration; `precision` "bfloat16" runs nce with --gemm-precision
@@ -154,7 +157,7 @@ class Runner:
         """PyTorch's oneDNN under autocast, from one short DNNL_VERBOSE=1 run: its version, the
         ISA line and the matmul implementation it picks."""
         script = os.path.join(PEER_DIR, "loss_peer.py")
-        command = ["/usr/bin/python3", script, "infonce", "--n", "512", "--d", "384", "--reps", "1", "--warmup", "0",
+        command = [self.arguments.python, script, "infonce", "--n", "512", "--d", "384", "--reps", "1", "--warmup", "0",
                    "--autocast", "bfloat16", "--threads", str(self.arguments.threads)]
         try:
             completed = subprocess.run(command, env=dict(self.torch_env, DNNL_VERBOSE="1"), cwd=REPO,

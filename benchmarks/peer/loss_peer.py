@@ -3,7 +3,7 @@
 
     /usr/bin/python3 benchmarks/peer/loss_peer.py infonce --n 4096 --d 384 [--neg M]
         [--threads T] [--reps R] [--warmup W] [--tau TAU] [--dtype float32|float64]
-        [--autocast none|bfloat16]
+        [--autocast none|bfloat16] [--device cpu|cuda]
 
 The loss is written the way a PyTorch user writes it (one matmul for the logits, then
 F.cross_entropy), and autograd does the backward:
@@ -15,6 +15,10 @@ F.cross_entropy), and autograd does the backward:
 --autocast bfloat16 computes the forward under torch.autocast("cpu", dtype=torch.bfloat16),
 what a PyTorch user does for bfloat16 GEMMs (the matmul in bfloat16 through oneDNN,
 cross_entropy in float32): the peer of `nce bench loss --gemm-precision bfloat16`.
+
+--device cuda runs the same loss on the GPU (PyTorch eager, TF32 off as PyTorch's default,
+the peer of `nce bench loss --device cuda`); reading the loss back (loss.item()) after the
+backward waits for the GPU, as nce's run does, so each timed run is complete.
 
 One run: fresh leaves, the loss, backward(). Warm-up runs (default 1) are left out of the
 median. cpu_ms is the median CPU time of a run over the process's threads; peak_rss_mib is
@@ -67,6 +71,7 @@ def main():
     parser.add_argument("--tau", type=float, default=0.05)
     parser.add_argument("--dtype", choices=["float32", "float64"], default="float32")
     parser.add_argument("--autocast", choices=["none", "bfloat16"], default="none")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     options = parser.parse_args()
     if options.threads > 0:
         torch.set_num_threads(options.threads)
@@ -77,9 +82,13 @@ def main():
     p = unit_rows(generator, options.n, options.d, dtype)
     negatives = unit_rows(generator, options.neg, options.d, dtype) if options.neg > 0 else None
     targets = torch.arange(options.n)
+    device = torch.device(options.device)
+    q, p, targets = q.to(device), p.to(device), targets.to(device)
+    if negatives is not None:
+        negatives = negatives.to(device)
 
     def run_once():
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=options.autocast == "bfloat16"):
+        with torch.autocast(options.device, dtype=torch.bfloat16, enabled=options.autocast == "bfloat16"):
             loss = forward()
         loss.backward()
         return loss.item()
@@ -118,7 +127,7 @@ def main():
     median = statistics.median(milliseconds)
     line = {
         "bench": "loss", "side": "torch", "name": options.name, "n": options.n, "d": options.d,
-        "neg": options.neg, "dtype": options.dtype, "autocast": options.autocast, "threads": torch.get_num_threads(),
+        "neg": options.neg, "dtype": options.dtype, "device": options.device, "autocast": options.autocast, "threads": torch.get_num_threads(),
         "reps": options.reps, "median_ms": median, "min_ms": min(milliseconds),
         "cpu_ms": statistics.median(cpu_milliseconds),
         "gemm_gflop": flops / 1e9, "gemm_gflop_per_s": flops / 1e9 / (median / 1000.0),

@@ -4,7 +4,8 @@
 Run with Debian's /usr/bin/python3 (python3-torch, PyTorch 1.13):
 
     /usr/bin/python3 benchmarks/peer/step_peer.py --model sig_predictor|text_encoder \
-        [--batch B] [--seq T] [--threads N] [--reps R] [--warmup W] [--autocast none|bfloat16]
+        [--batch B] [--seq T] [--threads N] [--reps R] [--warmup W] [--autocast none|bfloat16] \
+        [--device cpu|cuda]
 
 A step is: zero the gradients (set to None) -> encode -> loss -> backward -> AdamW step
 (lr 1e-4, weight decay 0.01), exactly what apps/bench_step_command.cpp times:
@@ -23,6 +24,10 @@ A step is: zero the gradients (set to None) -> encode -> loss -> backward -> Ada
 dtype=torch.bfloat16) (linear layers and matmuls in bfloat16 through oneDNN, softmax, layer
 norm and cross_entropy in float32, the weights and AdamW in float32): the peer of
 `nce bench step --gemm-precision bfloat16`.
+
+--device cuda: the model and the inputs on the GPU (PyTorch eager, TF32 off as PyTorch's
+default), the peer of `nce bench step --device cuda`; loss.item() after the AdamW step waits
+for the GPU, so each timed step is complete.
 
 Row r of every mask keeps T - (r mod ceil(T/2)) tokens, as on the nce side. The first
 --warmup steps are not timed. peak_rss_mib is getrusage's ru_maxrss, and cpu_ms the median
@@ -123,14 +128,14 @@ class TextEncoder(nn.Module):
         self.encoder = encoder(128, 4, 512)
 
     def forward(self, ids, mask):
-        positions = torch.arange(ids.shape[1])
+        positions = torch.arange(ids.shape[1], device=ids.device)
         embedded = self.token_embedding(ids) + self.position_embedding(positions)
         tokens = self.encoder(embedded, src_key_padding_mask=~mask)
         return F.normalize(masked_mean(tokens, mask), dim=-1)
 
 
 def infonce(q, p, tau):
-    labels = torch.arange(q.shape[0])
+    labels = torch.arange(q.shape[0], device=q.device)
     return F.cross_entropy(q @ p.t() / tau, labels)
 
 
@@ -143,6 +148,7 @@ def main():
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--autocast", choices=["none", "bfloat16"], default="none")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     args = parser.parse_args()
     sig = args.model == "sig_predictor"
     batch = args.batch or (64 if sig else 32)
@@ -166,12 +172,19 @@ def main():
         model = TextEncoder(seq)
         queries = torch.randint(1, TEXT_VOCABULARY, (batch, seq))
         passages = torch.randint(1, TEXT_VOCABULARY, (batch, seq))
+    device = torch.device(args.device)
+    model.to(device)
+    mask = mask.to(device)
+    if sig:
+        features, targets = features.to(device), targets.to(device)
+    else:
+        queries, passages = queries.to(device), passages.to(device)
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
 
     def step():
         optimizer.zero_grad(set_to_none=True)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.autocast == "bfloat16"):
+        with torch.autocast(args.device, dtype=torch.bfloat16, enabled=args.autocast == "bfloat16"):
             if sig:
                 tau = model.log_tau.exp().clamp(min=1e-4)
                 loss = infonce(model(features, mask), targets, tau)
@@ -195,7 +208,7 @@ def main():
     median = median_of(milliseconds)
     print(json.dumps({
         "bench": "step", "side": "torch", "name": args.model, "model": args.model, "batch": batch, "seq": seq,
-        "dtype": "float32", "autocast": args.autocast, "threads": torch.get_num_threads(), "reps": args.reps,
+        "dtype": "float32", "autocast": args.autocast, "device": args.device, "threads": torch.get_num_threads(), "reps": args.reps,
         "median_ms": median, "min_ms": ordered[0], "samples_per_s": batch / (median / 1000.0),
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         "blas_core": blas_core_name(library), "cpu_ms": median_of(cpu_milliseconds), "last_loss": loss, "times_ms": milliseconds,
