@@ -84,6 +84,11 @@ Var stack(const std::vector<Var>& parts, int64_t axis);
 // scatter-adds into the table's rows.
 Var index_select(const Var& table, const Tensor& indices);
 
+// ---- index_add.cpp ----
+// Its adjoint: source [N, W...] rows added into a zero [rows, W...] at int64 indices [N];
+// the backward is index_select of the gradient.
+Var index_add(const Var& source, const Tensor& indices, int64_t rows);
+
 // ---- softmax.cpp (over the last axis) ----
 Var softmax(const Var& x);
 Var log_softmax(const Var& x);

@@ -40,6 +40,12 @@ const ModelConfig& validate_config(const ModelConfig& config) {
     NCE_CHECK(c.kind == "text_encoder" || c.lexical_dim == 0,
               "model config: lexical_dim is a text_encoder's (a sig_predictor has no lexical head), got {}",
               c.lexical_dim);
+    NCE_CHECK(c.kind == "text_encoder" || !c.term_weights,
+              "model config: term_weights is a text_encoder's (a sig_predictor reads no tokens)");
+    NCE_CHECK(!c.term_weights || c.lexical_dim == 0,
+              "model config: term_weights and lexical_dim = {} are two lexical heads; keep one (lexical_dim 0 for the "
+              "term weights)",
+              c.lexical_dim);
     NCE_CHECK(c.d_model > 0, "model config: d_model must be positive, got {}", c.d_model);
     NCE_CHECK(c.nhead > 0 && c.d_model % c.nhead == 0,
               "model config: nhead {} must be positive and divide d_model {} (each head gets d_model / nhead)",
@@ -101,6 +107,11 @@ std::map<std::string, Shape> parameter_shapes(const ModelConfig& config) {
             shapes["lexical_norm.weight"] = {d};
             shapes["lexical_norm.bias"] = {d};
             linear("lexical_proj", d, c.lexical_dim);
+        }
+        if (c.term_weights) {
+            shapes["term_norm.weight"] = {d};
+            shapes["term_norm.bias"] = {d};
+            linear("term_weight", d, 1);
         }
     }
     // nn.TransformerEncoderLayer's tensors (transformer_encoder_layer.h, multi_head_attention.h).

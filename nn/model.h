@@ -25,6 +25,10 @@ struct ModelConfig {
     // text_encoder only: the width of the lexical head (nn/text_encoder.h), whose vector of
     // lexical_dim numbers is joined to the mean-pooled one; 0: none (the mean alone).
     int64_t lexical_dim = 0;
+    // text_encoder only: the term-weight head (nn/text_encoder.h), a vector with one number per
+    // vocabulary piece (the text's weight of that piece) joined to the mean-pooled one; the
+    // embedding is then (out_dim or d_model) + vocab_size wide. Not together with lexical_dim.
+    bool term_weights = false;
     // Learnable temperature log_tau (initialised to log 0.07); training keeps
     // tau = exp(log_tau) in [min_temperature, max_temperature] (EmbeddingModel::clamp_temperature).
     bool learnable_temperature = false;

@@ -259,15 +259,21 @@ void add_model_checks(CheckRegistry& registry) {
     }
     ModelConfig lexical = tiny_config("text_encoder", 1, "gelu", true, 0, 0);
     lexical.lexical_dim = 6;  // the lexical head: max over tokens of log(1 + relu(...))
+    ModelConfig terms = tiny_config("text_encoder", 1, "gelu", true, 0, 0);
+    terms.term_weights = true;  // the term-weight head
+    // Its own mask: each row needs two distinct real pieces (one piece alone normalises to a
+    // constant unit vector), and row 0's real tokens repeat piece 3, which sums two weights.
+    const std::vector<double> term_mask{0, 1, 1, 1, 1, 1, 1, 0};
     for (const ModelConfig& config : {tiny_config("text_encoder", 1, "relu", true, 0, 0),
-                                      tiny_config("text_encoder", 2, "gelu", false, 0.2, 3), lexical}) {
+                                      tiny_config("text_encoder", 2, "gelu", false, 0.2, 3), lexical, terms}) {
         add_module_check<TextEncoder>(registry, {"text_encoder",
             config.lexical_dim > 0 ? "ids [2,4], 1 pre-norm layer, lexical head 6"
+            : config.term_weights  ? "ids [2,4], 1 pre-norm layer, term weights, a repeat"
             : config.dropout > 0   ? "ids [2,4], 2 layers, out 3, dropout on"
                                    : "ids [2,4], 1 pre-norm layer, no out",
             [config](Generator& g, Dtype dtype) { return std::make_unique<TextEncoder>(config, g, dtype); },
             [](Generator&) { return std::vector<Tensor>{Tensor::from_indices({6, 0, 3, 3, 1, 5, 2, 4}, {2, 4})}; },
-            [config, mask](TextEncoder& model, const std::vector<Var>& x) {
+            [config, mask = config.term_weights ? term_mask : mask](TextEncoder& model, const std::vector<Var>& x) {
                 model.train(config.dropout > 0);
                 Generator masks(kMaskSeed);
                 return model.encode(x[0].value(), fixed_mask(mask, 2, 4, Dtype::Int64), &masks);

@@ -28,6 +28,13 @@ TextEncoder::TextEncoder(const ModelConfig& config, Generator& generator, Dtype 
         register_module("lexical_norm", *lexical_norm);
         register_module("lexical_proj", *lexical_proj);
     }
+    if (config.term_weights) {  // also drawn last
+        term_norm.emplace(config.d_model, config.layer_norm_eps, dtype);
+        term_weight.emplace(config.d_model, 1, generator, dtype);
+        term_weight->bias.set_value(Tensor::full({1}, 1.0, dtype));  // every token starts at about log 2
+        register_module("term_norm", *term_norm);
+        register_module("term_weight", *term_weight);
+    }
 }
 
 Var TextEncoder::encode(const Tensor& input, const Tensor& mask, Generator* generator) {
@@ -51,19 +58,37 @@ Var TextEncoder::encode(const Tensor& input, const Tensor& mask, Generator* gene
     Var states = encoder.forward(embedded, mask, generator);  // [B, T, D]
     Var pooled = masked_mean_pool(states, mask);              // [B, D]
     if (output_proj) pooled = output_proj->forward(pooled);   // [B, out_dim]
-    if (!lexical_proj) return l2_normalize(pooled);
+    if (!lexical_proj && !term_weight) return l2_normalize(pooled);
+    std::vector<double> is_token = mask.to(Device::CPU).to(Dtype::Float64).to_vector();
+    for (double& value : is_token) value = value != 0 ? 1.0 : 0.0;
+    Tensor real_tokens = Tensor::from_vector(is_token, {batch, tokens, 1}, states.value().dtype())
+                             .to(states.value().device());  // [B, T, 1]: 1 or 0
+    if (term_weight) {
+        Var terms = term_vector(states, input, real_tokens);                        // [B, V]
+        return l2_normalize(concat({l2_normalize(pooled), l2_normalize(terms)}, 1));  // [B, D' + V]
+    }
     // The lexical head (text_encoder.h). f(z) = log(1 + relu(z)) rises monotonically, so
     //   max over real t of f(z_bte) = f(max over real t of z_bte)
     // and f runs on [B, E] instead of [B, T, E]. A padded z is set to 0 rather than left out:
     // when every real z is below 0 the max becomes 0 instead, and f gives 0 for both. The
     // gradient goes to the same token either way (f' > 0 where z > 0; f' = 0 where z <= 0).
-    Var z = lexical_proj->forward(lexical_norm->forward(states));                 // [B, T, E]
-    std::vector<double> is_token = mask.to(Device::CPU).to(Dtype::Float64).to_vector();
-    for (double& value : is_token) value = value != 0 ? 1.0 : 0.0;
-    Var real_tokens(Tensor::from_vector(is_token, {batch, tokens, 1}, z.value().dtype())
-                        .to(z.value().device()));                                 // [B, T, 1]: 1 or 0
-    Var lexical = log(relu(max(z * real_tokens, 1)) + 1.0);                        // [B, E]
+    Var z = lexical_proj->forward(lexical_norm->forward(states));                  // [B, T, E]
+    Var lexical = log(relu(max(z * Var(real_tokens), 1)) + 1.0);                    // [B, E]
     return l2_normalize(concat({l2_normalize(pooled), l2_normalize(lexical)}, 1));  // [B, D' + E]
+}
+
+Var TextEncoder::term_vector(const Var& states, const Tensor& input, const Tensor& real_tokens) {
+    const int64_t batch = input.size(0), tokens = input.size(1), vocabulary = config_.vocab_size;
+    // Token (b, t) adds into row b * V + id_bt of the flattened [B * V] vector; a padding
+    // token's weight is multiplied by 0 first, so where it lands does not matter.
+    std::vector<int64_t> ids = input.to(Device::CPU).to_indices();
+    std::vector<int64_t> rows(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) rows[i] = static_cast<int64_t>(i) / tokens * vocabulary + ids[i];
+    Var z = term_weight->forward(term_norm->forward(states));                     // [B, T, 1]
+    Var weights = log(relu(z) + 1.0) * Var(real_tokens);                           // [B, T, 1], 0 for padding
+    Var counts = index_add(reshape(weights, {batch * tokens, 1}),
+                           Tensor::from_indices(rows, {batch * tokens}).to(input.device()), batch * vocabulary);
+    return log(reshape(counts, {batch, vocabulary}) + 1.0);                        // [B, V]
 }
 
 }  // namespace nce::nn

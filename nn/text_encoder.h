@@ -21,6 +21,20 @@
 // log, mul, max, masked_mean_pool, l2_normalize and concat ops, so its gradient is theirs;
 // the max sends a unit's gradient to its first maximal token. (It takes the max of the
 // projections first and applies log(1 + relu) to that, the same numbers: text_encoder.cpp.)
+//
+// With term_weights the lexical half is instead one number per vocabulary piece, written only
+// by the text's own tokens (after uniCOIL: Lin and Ma 2021, and DeepImpact), so a query and
+// a passage meet exactly on the pieces they share, as BM25's words do:
+//
+//   w_bt  = log(1 + relu(term_weight(term_norm(h_bt))))         [B, T]  >= 0, one per token
+//   x_bv  = log(1 + sum over real tokens t with id_bt = v of w_bt)  [B, V]  (0 for pieces not in it)
+//   out   = L2( [ L2(mean part) ; L2(x) ] )                      [B, D' + V]
+//
+// w is what the model learns: how much a token, in its context, matters (BM25's idf, and
+// more); the outer log saturates a piece that repeats (BM25's k1 does the same). The bias of
+// term_weight starts at 1, so at initialisation every token weighs about log 2 and x is a
+// bag of the text's pieces: the first steps already match pieces. Built from layer_norm,
+// affine, relu, log, mul and index_add (the scatter-add whose backward is index_select).
 #pragma once
 #include <optional>
 
@@ -39,7 +53,7 @@ public:
 
     // input: int64 ids [B, T] with T <= max_len and every id in [0, vocab_size); mask [B, T]
     // (nonzero = token; every row needs a token) -> [B, (out_dim or d_model) + lexical_dim],
-    // unit rows.
+    // or + vocab_size with term_weights; unit rows.
     // Token t always gets position t, so left and right padding give different embeddings.
     Var encode(const Tensor& input, const Tensor& mask, Generator* generator) override;
     Var* log_tau() override { return config_.learnable_temperature ? &log_tau_ : nullptr; }
@@ -50,8 +64,13 @@ public:
     std::optional<Linear> output_proj;  // [out_dim, d_model], only when out_dim > 0
     std::optional<LayerNorm> lexical_norm;  // [d_model], only when lexical_dim > 0
     std::optional<Linear> lexical_proj;     // [lexical_dim, d_model], only when lexical_dim > 0
+    std::optional<LayerNorm> term_norm;     // [d_model], only with term_weights
+    std::optional<Linear> term_weight;      // [1, d_model], only with term_weights
 
 private:
+    // The term-weight head's x [B, vocab_size] for token states [B, T, D] (text_encoder.h).
+    Var term_vector(const Var& states, const Tensor& input, const Tensor& real_tokens);
+
     Var log_tau_;  // [1], registered only with config.learnable_temperature
 };
 

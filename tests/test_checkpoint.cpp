@@ -351,6 +351,13 @@ nn::ModelConfig small_lexical_text_encoder() {
     return config;
 }
 
+// The same with the term-weight head: its term_norm and term_weight.
+nn::ModelConfig small_term_text_encoder() {
+    nn::ModelConfig config = small_text_encoder();
+    config.term_weights = true;
+    return config;
+}
+
 // A mask [B, T] with left padding, a gap, a full row and a one-token row.
 Tensor awkward_mask(int64_t rows, int64_t length) {
     std::vector<int64_t> values(rows * length, 1);
@@ -388,7 +395,7 @@ Tensor embed(nn::EmbeddingModel& model, const Tensor& input, const Tensor& mask,
 }
 
 TEST_CASE("checkpoint: a config survives JSON, and bad configs are errors naming the key") {
-    for (nn::ModelConfig config : {small_sig_predictor(), small_text_encoder(), small_lexical_text_encoder()}) {
+    for (nn::ModelConfig config : {small_sig_predictor(), small_text_encoder(), small_lexical_text_encoder(), small_term_text_encoder()}) {
         config.learnable_temperature = true;
         config.min_temperature = 0.02;
         config.layer_norm_eps = 1e-6;
@@ -413,6 +420,18 @@ TEST_CASE("checkpoint: a config survives JSON, and bad configs are errors naming
     lexical_predictor["lexical_dim"] = 4;
     CHECK_ERROR_MENTIONS(nn::validate_config(nn::config_from_json(lexical_predictor.dump(), "test")),
                          "lexical_dim is a text_encoder's");
+    // term_weights likewise: written only when on, false when absent, a text_encoder's alone, and
+    // not beside a max-pooled head.
+    CHECK_FALSE(json.contains("term_weights"));
+    CHECK_FALSE(nn::config_from_json(json.dump(), "test").term_weights);
+    CHECK(nlohmann::json::parse(nn::config_to_json(small_term_text_encoder())).at("term_weights") == true);
+    nlohmann::json both = nlohmann::json::parse(nn::config_to_json(small_term_text_encoder()));
+    both["lexical_dim"] = 4;
+    CHECK_ERROR_MENTIONS(nn::validate_config(nn::config_from_json(both.dump(), "test")), "keep one");
+    nlohmann::json term_predictor = nlohmann::json::parse(nn::config_to_json(small_sig_predictor()));
+    term_predictor["term_weights"] = true;
+    CHECK_ERROR_MENTIONS(nn::validate_config(nn::config_from_json(term_predictor.dump(), "test")),
+                         "term_weights is a text_encoder's");
 
     nlohmann::json missing = json;
     missing.erase("d_model");
@@ -431,7 +450,7 @@ TEST_CASE("checkpoint: a config survives JSON, and bad configs are errors naming
 
 TEST_CASE("checkpoint: a saved model loads back to the same embeddings, in either dtype") {
     TemporaryDirectory folder;
-    for (const nn::ModelConfig& config : {small_sig_predictor(), small_text_encoder(), small_lexical_text_encoder()}) {
+    for (const nn::ModelConfig& config : {small_sig_predictor(), small_text_encoder(), small_lexical_text_encoder(), small_term_text_encoder()}) {
         for (Dtype saved_dtype : kFloatDtypes) {
             CAPTURE(config.kind);
             CAPTURE(dtype_name(saved_dtype));
@@ -761,7 +780,7 @@ TEST_CASE("checkpoint: a config needing more parameters than the file holds is r
 }
 
 TEST_CASE("checkpoint: parameter_shapes lists exactly the parameters make_model builds") {
-    for (nn::ModelConfig config : {small_sig_predictor(), small_text_encoder(), small_lexical_text_encoder()}) {
+    for (nn::ModelConfig config : {small_sig_predictor(), small_text_encoder(), small_lexical_text_encoder(), small_term_text_encoder()}) {
         for (bool temperature : {false, true}) {
             for (int64_t out_dim : {int64_t{0}, int64_t{3}}) {
                 config.learnable_temperature = temperature;

@@ -226,6 +226,16 @@ TEST_CASE("cuda parity: TextEncoder and SigPredictor forward and backward, dropo
             return static_cast<nn::EmbeddingModel&>(m).encode(ids.to(device), text_mask.to(device), &dropout);
         },
         {});
+    // The term-weight head: its index_add scatter of token weights into [B * vocab_size] on the
+    // device, and its backward (index_select of the gradient). Row 1 repeats piece 4.
+    nn::ModelConfig terms = text;
+    terms.term_weights = true;
+    check_module_parity(
+        "TextEncoder with term weights", [terms](Generator& g, Dtype dtype) { return nn::make_model(terms, g, dtype); },
+        [&](nn::Module& m, const std::vector<Var>&, Device device, Generator& dropout) {
+            return static_cast<nn::EmbeddingModel&>(m).encode(ids.to(device), text_mask.to(device), &dropout);
+        },
+        {});
     const Tensor features = parity_values({3, 4, 6}, 63);
     const Tensor mask = token_mask({4, 2, 3}, 4);
     check_module_parity(

@@ -591,6 +591,66 @@ TEST_CASE("text_encoder: the lexical head is [mean ; max over real tokens of log
     check_values(out, expected, 1e-12, "lexical text_encoder");
 }
 
+TEST_CASE("text_encoder: the term-weight head is [mean ; log(1 + sum of each piece's token weights)], halves unit vectors") {
+    Generator generator(27), same_start(27);
+    ModelConfig config = text_encoder_config();
+    config.dropout = 0;
+    auto plain = make_model(config, same_start, Dtype::Float64);
+    config.term_weights = true;
+    auto built = make_model(config, generator, Dtype::Float64);
+    auto& model = dynamic_cast<TextEncoder&>(*built);
+    std::map<std::string, Var*> with_head;
+    for (auto& [name, parameter] : model.named_parameters()) with_head[name] = parameter;
+    CHECK(with_head.size() == plain->named_parameters().size() + 4);  // term_norm and term_weight
+    for (auto& [name, parameter] : plain->named_parameters())
+        CHECK_MESSAGE(max_abs_difference(parameter->value(), with_head.at(name)->value()) == 0, name);
+    CHECK(model.term_weight->bias.value().to_vector() == Values{1.0});  // every token starts near log 2
+    const int64_t B = 2, T = 4, D = 8, V = config.vocab_size;
+    // Off the initial values: a random scale and shift, and a bias that puts the real token of
+    // lowest z below 0 and the others above, so one token weighs 0 and the rest more.
+    for (Var* parameter : {&model.term_norm->weight, &model.term_norm->bias})
+        parameter->set_value(generator.normal(parameter->shape(), Dtype::Float64));
+    Tensor ids = Tensor::from_indices({3, 7, 7, 12, 0, 5, 19, 7}, {B, T});  // row 0 repeats piece 7
+    Tensor mask = Tensor::from_indices({1, 1, 1, 1, 1, 1, 1, 0}, {B, T});  // row 1's piece 7 is padding
+    Values mean_half = plain->encode(ids, mask, nullptr).value().to_vector();
+    std::vector<int64_t> positions{0, 1, 2, 3};
+    Var states = model.encoder.forward(model.token_embedding.forward(ids) +
+                                           model.position_embedding.forward(Tensor::from_indices(positions, {T})),
+                                       mask, nullptr);
+    model.term_weight->bias.set_value(Tensor::zeros({1}, Dtype::Float64));
+    Values z = model.term_weight->forward(model.term_norm->forward(states)).value().to_vector();  // [B, T, 1]
+    Values real_z;
+    for (int64_t i = 0; i < B * T; ++i)
+        if (mask.to_indices()[i] != 0) real_z.push_back(z[i]);
+    std::sort(real_z.begin(), real_z.end());
+    const double shift = (real_z[0] + real_z[1]) / 2;
+    model.term_weight->bias.set_value(Tensor::full({1}, -shift, Dtype::Float64));
+    for (double& value : z) value -= shift;
+    Tensor out = model.encode(ids, mask, nullptr).value();
+    REQUIRE(out.shape() == Shape{B, D + V});
+    std::vector<int64_t> id_values = ids.to_indices();
+    Values mask_values = mask.to(Dtype::Float64).to_vector(), expected;
+    int weighted_tokens = 0;
+    for (int64_t b = 0; b < B; ++b) {
+        Values sums(V, 0.0);
+        for (int64_t t = 0; t < T; ++t)
+            if (mask_values[b * T + t] != 0) {
+                sums[id_values[b * T + t]] += std::log(1 + std::max(0.0, z[b * T + t]));
+                weighted_tokens += z[b * T + t] > 0;
+            }
+        double norm = 0;
+        for (double& value : sums) value = std::log(1 + value), norm += value * value;
+        norm = std::sqrt(norm);
+        for (int64_t d = 0; d < D; ++d) expected.push_back(mean_half[b * D + d] / std::sqrt(2.0));
+        for (double value : sums) expected.push_back(value / norm / std::sqrt(2.0));
+    }
+    CHECK(weighted_tokens == 6);  // of the 7 real tokens: the case sees weights above 0 and one at 0
+    check_values(out, expected, 1e-12, "term-weight text_encoder");
+    // A piece that no real token of the text holds is exactly 0.
+    CHECK(out.to_vector()[D + 0] == 0.0);
+    CHECK(out.to_vector()[(D + V) + D + 7] == 0.0);  // row 1's piece 7 sits in padding only
+}
+
 TEST_CASE("models: dropout in training replays exactly from the same generator offset") {
     Generator generator(21);
     ModelConfig config = sig_predictor_config();

@@ -190,8 +190,9 @@ std::unique_ptr<nn::EmbeddingModel> load_init(const RunConfig& config, int64_t v
     const nn::ModelConfig& found = model->config();
     nn::ModelConfig wanted = text_encoder_config(config, vocab_size);
     auto sizes = [](const nn::ModelConfig& c) {
-        return fmt::format("vocabulary {}, max_len {}, d_model {}, {} layers, {} heads, dim_feedforward {}, lexical_dim {}",
-                           c.vocab_size, c.max_len, c.d_model, c.num_layers, c.nhead, c.dim_feedforward, c.lexical_dim);
+        return fmt::format("vocabulary {}, max_len {}, d_model {}, {} layers, {} heads, dim_feedforward {}, lexical_dim {}{}",
+                           c.vocab_size, c.max_len, c.d_model, c.num_layers, c.nhead, c.dim_feedforward, c.lexical_dim,
+                           c.term_weights ? " (term weights)" : "");
     };
     NCE_CHECK(sizes(found) == sizes(wanted) && found.out_dim == wanted.out_dim,
               "--init {}: the checkpoint is a text_encoder of {}, but this run builds one of {}; pass the sizes it "

@@ -41,8 +41,9 @@ const std::vector<std::pair<std::string, std::string>>& field_help() {
         {"nhead", "attention heads"},
         {"dim_feedforward", "feed-forward width"},
         {"dropout", "dropout probability while training"},
-        {"lexical_dim", "width of the model's lexical head, a max-pooled vector beside the mean-pooled one (-1: 6 x "
-                        "d_model, 0: none)"},
+        {"lexical_dim", "the model's lexical head beside the mean-pooled vector: -2 term weights (one number per "
+                        "vocabulary piece, written by the text's own tokens), -1 a max-pooled vector of 6 x d_model, "
+                        "N > 0 one of N, 0 none"},
         {"max_query_length", "query tokens kept, the query prompt's included (longer queries are truncated and counted)"},
         {"max_passage_length", "passage tokens kept, the passage prompt's included (longer passages are truncated and "
                                "counted)"},
@@ -193,7 +194,7 @@ int64_t lexical_width(const RunConfig& config) {
     // 6 x d_model: many more features than d_model for a text's words to light, for a
     // projection of 6 d_model^2 multiply-adds per token (a third of what two encoder layers
     // of d_model 128 cost); README "Learning from the corpus first" has what it moved.
-    return config.lexical_dim == -1 ? 6 * config.d_model : config.lexical_dim;
+    return config.lexical_dim == -1 ? 6 * config.d_model : std::max<int64_t>(config.lexical_dim, 0);
 }
 
 nlohmann::json run_config_to_json(const RunConfig& c) {
@@ -294,9 +295,9 @@ void validate_run_config(const RunConfig& c) {
     NCE_CHECK(c.d_model % c.nhead == 0, "config: d_model ({}) must be a multiple of nhead ({})", c.d_model, c.nhead);
     positive(c.dim_feedforward, "dim_feedforward");
     NCE_CHECK(c.dropout >= 0 && c.dropout < 1, "config: dropout must be in [0, 1), got {} (flag --dropout)", c.dropout);
-    NCE_CHECK(c.lexical_dim >= -1 && lexical_width(c) <= nn::kMaxModelWidth, "config: lexical_dim must be -1 (6 x "
-              "d_model), 0 (no lexical head) or a width up to {}, got {} (flag --lexical-dim)", nn::kMaxModelWidth,
-              c.lexical_dim);
+    NCE_CHECK(c.lexical_dim >= -2 && lexical_width(c) <= nn::kMaxModelWidth, "config: lexical_dim must be -2 (term "
+              "weights), -1 (6 x d_model), 0 (no lexical head) or a width up to {}, got {} (flag --lexical-dim)",
+              nn::kMaxModelWidth, c.lexical_dim);
     positive(c.max_query_length, "max_query_length");
     positive(c.max_passage_length, "max_passage_length");
     for (const auto& [field, prompt] : {std::pair<const char*, const std::string&>{"query_prompt", c.query_prompt},

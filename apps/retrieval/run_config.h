@@ -54,6 +54,7 @@ struct RunConfig {
     // The text_encoder's lexical head (nn/text_encoder.h): a max-pooled log(1 + relu) vector
     // of this many numbers beside the mean-pooled one, the embedding then d_model + it wide;
     // 0: none; -1 (the retrieval apps' default): 6 x d_model (lexical_width below).
+    // -2 (kTermWeights): the term-weight head instead, one number per vocabulary piece.
     int64_t lexical_dim = 0;
     int64_t max_query_length = 32;     // tokens; longer queries are truncated (and counted)
     int64_t max_passage_length = 128;  // tokens; the model's max_len is the larger of the two
@@ -117,7 +118,11 @@ struct RunConfig {
     nlohmann::json app = nlohmann::json::object();
 };
 
-// The lexical head's width a config asks for: lexical_dim, or 6 x d_model for -1.
+// lexical_dim's value for the term-weight head (nn/text_encoder.h), whose width is the vocabulary's.
+inline constexpr int64_t kTermWeights = -2;
+
+// The max-pooled lexical head's width a config asks for: lexical_dim, 6 x d_model for -1, 0 for
+// none and for the term weights.
 int64_t lexical_width(const RunConfig& config);
 
 // Every field as JSON under its own name.

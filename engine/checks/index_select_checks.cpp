@@ -20,6 +20,20 @@ void add_index_select_checks(CheckRegistry& registry) {
                           return index_select(x[0], indices);
                       }});
     }
+    // index_add, index_select's adjoint: rows named twice, and a row that no index names.
+    struct AddCase {
+        const char* description;
+        Shape source;
+        std::vector<int64_t> indices;
+        int64_t rows;
+    };
+    for (const AddCase& c : {AddCase{"source [4,3] into 5 rows, indices [0,2,2,4]", {4, 3}, {0, 2, 2, 4}, 5},
+                             AddCase{"source [3] into 4 rows, indices [3,3,0]", {3}, {3, 3, 0}, 4}}) {
+        registry.add({"index_add", c.description,
+                      [c](Generator& g, Dtype) { return std::vector<Tensor>{normal(g, c.source)}; },
+                      [rows = c.rows, indices = Tensor::from_indices(c.indices, {static_cast<int64_t>(c.indices.size())})](
+                          const std::vector<Var>& x) { return index_add(x[0], indices, rows); }});
+    }
 }
 
 }  // namespace nce::checks
