@@ -62,16 +62,15 @@ data::RetrievalDataset load_code_corpus(const retrieval::RunConfig& config, Corp
 retrieval::RunConfig code_defaults() {
     retrieval::RunConfig defaults;
     defaults.output = "runs/code";
-    defaults.vocab_size = 4000;
+    defaults.vocab_size = -1;  // sized to the data, as are the two lengths (retrieval/data_sizes.h)
     defaults.character_coverage = 0.9995;
-    defaults.max_query_length = 48;
-    defaults.max_passage_length = 96;
+    defaults.max_query_length = -1;
+    defaults.max_passage_length = -1;
     defaults.d_model = 128;
     defaults.num_layers = 2;
     defaults.nhead = 4;
     defaults.dim_feedforward = 256;
-    // No lexical head (lexical_dim 0): on the standard library it moved the trained model's
-    // Rank@1 from .142 to .119 (inside the noise) for a third more time (README "Where it stands").
+    defaults.lexical_dim = retrieval::kTermWeights;  // the term-weight head (README "Learning from the corpus first")
     defaults.loss = "infonce_symmetric";
     defaults.batch_size = 64;
     defaults.max_steps = 250;
@@ -118,6 +117,10 @@ void add_features_command(CLI::App& code, int& exit_code) {
         "nce code make-features --out DIR writes a synthetic example");
     retrieval::RunConfig defaults = code_defaults();
     defaults.output = "runs/code-features";
+    defaults.vocab_size = 4000;  // the sig_predictor reads features, not tokens: fixed sizes, no lexical head
+    defaults.max_query_length = 48;
+    defaults.max_passage_length = 96;
+    defaults.lexical_dim = 0;
     defaults.loss = "infonce";
     defaults.batch_size = 64;
     defaults.max_steps = 400;

@@ -24,15 +24,15 @@ namespace {
 retrieval::RunConfig stackexchange_defaults() {
     retrieval::RunConfig config;
     config.output = "runs/stackexchange";
-    config.vocab_size = 400;
+    config.vocab_size = -1;  // sized to the data, as are the two lengths (retrieval/data_sizes.h)
     config.character_coverage = 1.0;  // English: every character kept
     config.d_model = 64;
     config.num_layers = 1;
     config.nhead = 4;
     config.dim_feedforward = 128;
-    config.lexical_dim = -1;  // the lexical head, 6 x d_model (README "Learning from the corpus first")
-    config.max_query_length = 48;
-    config.max_passage_length = 64;
+    config.lexical_dim = retrieval::kTermWeights;  // the term-weight head (README "Learning from the corpus first")
+    config.max_query_length = -1;
+    config.max_passage_length = -1;
     config.loss = "multi_positive";   // every answer of a question is a positive
     // Triplet's negative: another question's best answer. A lower-ranked answer of the same
     // question (hard_negative, mixed) is still one of its answers, relevant in evaluation.
@@ -53,7 +53,8 @@ retrieval::RetrievalApp stackexchange_app() {
         "question -> answer retrieval on a StackExchange dump (--data Posts.xml; default: a generated site)";
     app.defaults = stackexchange_defaults();
     app.bm25_variants = {retrieval::LexicalTokens::Whitespace};
-    app.chunk_overlap = 16;  // `index`: most answers fit one window; long ones share 16 tokens
+    app.chunk_overlap = 16;  // most answers fit one window; long ones share 16 tokens
+    app.chunked_passages = true;  // a real dump's answers run long: the model reads them whole, in windows
     app.load_dataset = [](const retrieval::RunConfig& config) { return stackexchange::load_posts_dataset(config); };
     app.extra_results = [](const retrieval::RunConfig& config) {
         return nlohmann::json{{"data", config.data.empty() ? "generated" : config.data}};

@@ -112,6 +112,7 @@ std::map<std::string, Shape> parameter_shapes(const ModelConfig& config) {
             shapes["term_norm.weight"] = {d};
             shapes["term_norm.bias"] = {d};
             linear("term_weight", d, 1);
+            shapes["term_bias.weight"] = {c.vocab_size, 1};
         }
     }
     // nn.TransformerEncoderLayer's tensors (transformer_encoder_layer.h, multi_head_attention.h).

@@ -32,8 +32,11 @@ TextEncoder::TextEncoder(const ModelConfig& config, Generator& generator, Dtype 
         term_norm.emplace(config.d_model, config.layer_norm_eps, dtype);
         term_weight.emplace(config.d_model, 1, generator, dtype);
         term_weight->bias.set_value(Tensor::full({1}, 1.0, dtype));  // every token starts at about log 2
+        term_bias.emplace(config.vocab_size, 1, generator, dtype);
+        term_bias->weight.set_value(Tensor::zeros({config.vocab_size, 1}, dtype));  // no piece favoured at first
         register_module("term_norm", *term_norm);
         register_module("term_weight", *term_weight);
+        register_module("term_bias", *term_bias);
     }
 }
 
@@ -84,7 +87,7 @@ Var TextEncoder::term_vector(const Var& states, const Tensor& input, const Tenso
     std::vector<int64_t> ids = input.to(Device::CPU).to_indices();
     std::vector<int64_t> rows(ids.size());
     for (size_t i = 0; i < ids.size(); ++i) rows[i] = static_cast<int64_t>(i) / tokens * vocabulary + ids[i];
-    Var z = term_weight->forward(term_norm->forward(states));                     // [B, T, 1]
+    Var z = term_weight->forward(term_norm->forward(states)) + term_bias->forward(input);  // [B, T, 1]
     Var weights = log(relu(z) + 1.0) * Var(real_tokens);                           // [B, T, 1], 0 for padding
     Var counts = index_add(reshape(weights, {batch * tokens, 1}),
                            Tensor::from_indices(rows, {batch * tokens}).to(input.device()), batch * vocabulary);

@@ -26,15 +26,17 @@
 // by the text's own tokens (after uniCOIL: Lin and Ma 2021, and DeepImpact), so a query and
 // a passage meet exactly on the pieces they share, as BM25's words do:
 //
-//   w_bt  = log(1 + relu(term_weight(term_norm(h_bt))))         [B, T]  >= 0, one per token
+//   w_bt  = log(1 + relu(term_weight(term_norm(h_bt)) + term_bias[id_bt]))   [B, T]  >= 0
 //   x_bv  = log(1 + sum over real tokens t with id_bt = v of w_bt)  [B, V]  (0 for pieces not in it)
 //   out   = L2( [ L2(mean part) ; L2(x) ] )                      [B, D' + V]
 //
-// w is what the model learns: how much a token, in its context, matters (BM25's idf, and
-// more); the outer log saturates a piece that repeats (BM25's k1 does the same). The bias of
-// term_weight starts at 1, so at initialisation every token weighs about log 2 and x is a
-// bag of the text's pieces: the first steps already match pieces. Built from layer_norm,
-// affine, relu, log, mul and index_add (the scatter-add whose backward is index_select).
+// w is what the model learns: how much a token, in its context, matters. term_bias gives each
+// piece its own offset (a [V, 1] table, from 0), the share of the weight that context does not
+// change, as BM25's idf; the contextual part adds to it. The outer log saturates a piece that
+// repeats (BM25's k1 does the same). The bias of term_weight starts at 1, so at
+// initialisation every token weighs about log 2 and x is a bag of the text's pieces: the
+// first steps already match pieces. Built from layer_norm, affine, index_select, add, relu,
+// log, mul and index_add (the scatter-add whose backward is index_select).
 #pragma once
 #include <optional>
 
@@ -66,6 +68,7 @@ public:
     std::optional<Linear> lexical_proj;     // [lexical_dim, d_model], only when lexical_dim > 0
     std::optional<LayerNorm> term_norm;     // [d_model], only with term_weights
     std::optional<Linear> term_weight;      // [1, d_model], only with term_weights
+    std::optional<Embedding> term_bias;     // [vocab_size, 1], only with term_weights
 
 private:
     // The term-weight head's x [B, vocab_size] for token states [B, T, D] (text_encoder.h).

@@ -601,14 +601,15 @@ TEST_CASE("text_encoder: the term-weight head is [mean ; log(1 + sum of each pie
     auto& model = dynamic_cast<TextEncoder&>(*built);
     std::map<std::string, Var*> with_head;
     for (auto& [name, parameter] : model.named_parameters()) with_head[name] = parameter;
-    CHECK(with_head.size() == plain->named_parameters().size() + 4);  // term_norm and term_weight
+    CHECK(with_head.size() == plain->named_parameters().size() + 5);  // term_norm, term_weight, term_bias
     for (auto& [name, parameter] : plain->named_parameters())
         CHECK_MESSAGE(max_abs_difference(parameter->value(), with_head.at(name)->value()) == 0, name);
     CHECK(model.term_weight->bias.value().to_vector() == Values{1.0});  // every token starts near log 2
+    CHECK(model.term_bias->weight.value().to_vector() == Values(config.vocab_size, 0.0));  // no piece favoured
     const int64_t B = 2, T = 4, D = 8, V = config.vocab_size;
     // Off the initial values: a random scale and shift, and a bias that puts the real token of
     // lowest z below 0 and the others above, so one token weighs 0 and the rest more.
-    for (Var* parameter : {&model.term_norm->weight, &model.term_norm->bias})
+    for (Var* parameter : {&model.term_norm->weight, &model.term_norm->bias, &model.term_bias->weight})
         parameter->set_value(generator.normal(parameter->shape(), Dtype::Float64));
     Tensor ids = Tensor::from_indices({3, 7, 7, 12, 0, 5, 19, 7}, {B, T});  // row 0 repeats piece 7
     Tensor mask = Tensor::from_indices({1, 1, 1, 1, 1, 1, 1, 0}, {B, T});  // row 1's piece 7 is padding
@@ -619,6 +620,8 @@ TEST_CASE("text_encoder: the term-weight head is [mean ; log(1 + sum of each pie
                                        mask, nullptr);
     model.term_weight->bias.set_value(Tensor::zeros({1}, Dtype::Float64));
     Values z = model.term_weight->forward(model.term_norm->forward(states)).value().to_vector();  // [B, T, 1]
+    Values piece_bias = model.term_bias->weight.value().to_vector();                             // [V, 1]
+    for (int64_t i = 0; i < B * T; ++i) z[i] += piece_bias[ids.to_indices()[i]];
     Values real_z;
     for (int64_t i = 0; i < B * T; ++i)
         if (mask.to_indices()[i] != 0) real_z.push_back(z[i]);

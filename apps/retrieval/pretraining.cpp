@@ -98,7 +98,7 @@ std::string draw_pseudo_query(const std::string& window_text, Generator& generat
 int64_t pretraining_steps(const RunConfig& config, int64_t windows) {
     if (config.pretrain_steps >= 0) return config.pretrain_steps;
     int64_t one_pass = (windows + config.pretrain_batch_size - 1) / config.pretrain_batch_size;
-    return std::clamp<int64_t>(one_pass, 50, 200);
+    return std::clamp<int64_t>(kPretrainingPasses * one_pass, 50, kMostPretrainingSteps);
 }
 
 PretrainingReport pretrain_text_encoder(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer,

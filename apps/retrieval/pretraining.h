@@ -26,9 +26,10 @@
 //              after its passage prompt (text_model.h), as it will read queries and
 //              passages later; BM25 reads them bare, and a window leaves room for the prompt
 //
-// Steps: config.pretrain_steps, or when it is -1, sized to the corpus: one pass over its
-// windows (windows / pretrain_batch_size steps), at least 50 and at most 200 steps: a
-// few minutes on 2 cores for any corpus (a second pass moved nothing on KorQuAD dev).
+// Steps: config.pretrain_steps, or when it is -1, sized to the corpus: three passes over its
+// windows (3 x windows / pretrain_batch_size steps), at least 50 and at most 600 steps: a
+// few minutes on 2 cores for any corpus. (With the term-weight head, 600 steps instead of
+// 67 on the beer dump moved the pretrained model's MRR@10 from .422 to .489.)
 // Optimiser, schedule and clipping are the run's (learning_rate, cosine, 10% warmup).
 #pragma once
 #include <cstdint>
@@ -46,6 +47,9 @@ namespace nce::apps::retrieval {
 
 // A pseudo-query drawn from `window_text` as described above; empty when the text has no word.
 std::string draw_pseudo_query(const std::string& window_text, Generator& generator);
+
+inline constexpr int64_t kPretrainingPasses = 3;
+inline constexpr int64_t kMostPretrainingSteps = 600;
 
 // The step count the run will use: config.pretrain_steps, or the corpus-sized count for -1.
 int64_t pretraining_steps(const RunConfig& config, int64_t windows);

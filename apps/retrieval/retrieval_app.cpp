@@ -14,6 +14,7 @@
 
 #include "apps/device_option.h"
 #include "apps/gemm_precision_option.h"
+#include "apps/retrieval/data_sizes.h"
 #include "apps/retrieval/model_card.h"
 #include "apps/retrieval/passage_index.h"
 #include "apps/retrieval/pretraining.h"
@@ -232,6 +233,21 @@ data::Tokenizer run_tokenizer(const RunConfig& config, const data::DatasetSplits
     return train_run_tokenizer(tokenizer_texts, config, config.output);
 }
 
+// run_tokenizer, with the vocabulary and the lengths sized to the data where the config leaves
+// them at -1 (data_sizes.h): the vocabulary before the tokenizer is trained, the lengths after.
+data::Tokenizer sized_run_tokenizer(RunConfig& config, const data::DatasetSplits& splits, const RunFiles& files) {
+    std::vector<std::string> queries = query_texts_of(splits.train), passages = passage_texts_of(splits.train);
+    if (config.init.empty()) {
+        std::vector<std::string> texts = queries;
+        texts.insert(texts.end(), passages.begin(), passages.end());
+        size_vocabulary(config, texts);
+    }
+    data::Tokenizer tokenizer = run_tokenizer(config, splits, files);
+    if (config.vocab_size == kSizedToData) config.vocab_size = tokenizer.vocab_size();  // --init's tokenizer
+    size_lengths(config, tokenizer, queries, passages);
+    return tokenizer;
+}
+
 // "tokenizer: N pieces (path)", and when the text filled fewer pieces than vocab_size allows, so.
 void print_tokenizer(const data::Tokenizer& tokenizer, const RunConfig& config, const RunFiles& files) {
     fmt::print("tokenizer: {} pieces ({}){}\n", tokenizer.vocab_size(), files.tokenizer,
@@ -423,7 +439,7 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     // allows, an --init of another size, a corpus too small to pretrain on) removes the
     // folder again (new_folder). The run's config.json is written once the tokenizer exists.
     create_output_folder(config.output);
-    data::Tokenizer tokenizer = run_tokenizer(config, splits, files);
+    data::Tokenizer tokenizer = sized_run_tokenizer(config, splits, files);
     write_run_config(files.config, config);
     print_tokenizer(tokenizer, config, files);
     std::fflush(stdout);
@@ -496,7 +512,7 @@ RunOutcome run_pretrain(const RetrievalApp& app, const RunConfig& given_config) 
     data::RetrievalDataset dataset = load_checked(app, config);
     data::DatasetSplits splits = split_for_app(app, dataset, config);
     create_output_folder(config.output);
-    data::Tokenizer tokenizer = run_tokenizer(config, splits, files);
+    data::Tokenizer tokenizer = sized_run_tokenizer(config, splits, files);
     write_run_config(files.config, config);
     print_tokenizer(tokenizer, config, files);
     std::unique_ptr<nn::EmbeddingModel> untrained = to_run_device(make_text_encoder(config, tokenizer.vocab_size()), config);

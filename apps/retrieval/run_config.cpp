@@ -33,7 +33,7 @@ const std::vector<std::pair<std::string, std::string>>& field_help() {
         {"seed", "seed of every random choice (data, split, init, batches, dropout)"},
         {"validation_fraction", "share of queries (by group) in the validation split"},
         {"test_fraction", "share of queries (by group) in the test split"},
-        {"vocab_size", "tokenizer vocabulary size"},
+        {"vocab_size", "tokenizer vocabulary size (-1: sized to the data)"},
         {"tokenizer_type", "tokenizer model: unigram or bpe"},
         {"character_coverage", "share of characters the tokenizer covers"},
         {"d_model", "model width"},
@@ -44,9 +44,10 @@ const std::vector<std::pair<std::string, std::string>>& field_help() {
         {"lexical_dim", "the model's lexical head beside the mean-pooled vector: -2 term weights (one number per "
                         "vocabulary piece, written by the text's own tokens), -1 a max-pooled vector of 6 x d_model, "
                         "N > 0 one of N, 0 none"},
-        {"max_query_length", "query tokens kept, the query prompt's included (longer queries are truncated and counted)"},
+        {"max_query_length", "query tokens kept, the query prompt's included (longer queries are truncated and counted; "
+                             "-1: sized to the data)"},
         {"max_passage_length", "passage tokens kept, the passage prompt's included (longer passages are truncated and "
-                               "counted)"},
+                               "counted, or read in windows where the app does; -1: sized to the data)"},
         {"query_prompt", "text written before every query the model reads, e.g. \"query: \" (its tokens count "
                          "towards --max-query-length); saved in the model, applied by index and search"},
         {"passage_prompt", "text written before every passage the model reads, e.g. \"passage: \" (its tokens count "
@@ -58,8 +59,8 @@ const std::vector<std::pair<std::string, std::string>>& field_help() {
         {"mini_batch_size", "GradCache: rows embedded at a time, the batch's exact gradient in less memory "
                             "(0: the whole batch; infonce, infonce_symmetric, matryoshka)"},
         {"device", "compute on cpu or cuda: train, pretrain, eval and index move the model and each batch to the GPU "
-                   "and the embeddings back (checked against the CPU on the CUDA backend's host-run build; not yet "
-                   "run on a real GPU)"},
+                   "and the embeddings back (checked against the CPU on the CUDA backend's host-run build, and once "
+                   "on an H200)"},
         {"gemm_precision", "float32 or bfloat16: float32 GEMMs round their operands to bfloat16 and accumulate in "
                            "float32 (oneDNN; CPU only); default: NCE_GEMM_PRECISION, else float32"},
         {"max_steps", "training step budget"},
@@ -275,6 +276,11 @@ void validate_run_config(const RunConfig& c) {
     auto positive = [](int64_t value, const char* field) {
         NCE_CHECK(value > 0, "config: {} must be positive, got {} (flag {})", field, value, flag_name(field));
     };
+    // -1: sized to the data by the run (data_sizes.h).
+    auto sized_or_positive = [](int64_t value, const char* field) {
+        NCE_CHECK(value > 0 || value == -1, "config: {} must be positive, or -1 (sized to the data), got {} (flag {})",
+                  field, value, flag_name(field));
+    };
     auto non_negative = [](double value, const char* field) {
         NCE_CHECK(value >= 0, "config: {} must be >= 0, got {} (flag {})", field, value, flag_name(field));
     };
@@ -285,7 +291,7 @@ void validate_run_config(const RunConfig& c) {
               c.test_fraction);
     NCE_CHECK(c.validation_fraction + c.test_fraction < 1,
               "config: validation_fraction + test_fraction must be below 1, got {} + {}", c.validation_fraction, c.test_fraction);
-    positive(c.vocab_size, "vocab_size");
+    sized_or_positive(c.vocab_size, "vocab_size");
     data::parse_tokenizer_model_type(c.tokenizer_type);
     NCE_CHECK(c.character_coverage > 0 && c.character_coverage <= 1,
               "config: character_coverage must be in (0, 1], got {} (flag --character-coverage)", c.character_coverage);
@@ -298,8 +304,8 @@ void validate_run_config(const RunConfig& c) {
     NCE_CHECK(c.lexical_dim >= -2 && lexical_width(c) <= nn::kMaxModelWidth, "config: lexical_dim must be -2 (term "
               "weights), -1 (6 x d_model), 0 (no lexical head) or a width up to {}, got {} (flag --lexical-dim)",
               nn::kMaxModelWidth, c.lexical_dim);
-    positive(c.max_query_length, "max_query_length");
-    positive(c.max_passage_length, "max_passage_length");
+    sized_or_positive(c.max_query_length, "max_query_length");
+    sized_or_positive(c.max_passage_length, "max_passage_length");
     for (const auto& [field, prompt] : {std::pair<const char*, const std::string&>{"query_prompt", c.query_prompt},
                                         {"passage_prompt", c.passage_prompt}})
         NCE_CHECK(prompt.size() <= nn::ModelConfig::kMaxPromptBytes, "config: {} has {} bytes; a prompt may have at "

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 
+#include "apps/retrieval/data_sizes.h"
 #include "apps/retrieval/pretraining.h"
 #include "apps/retrieval/rankings.h"
 #include "apps/retrieval/svg_charts.h"
@@ -71,7 +72,8 @@ constexpr double kSignificanceLevel = 0.05;
 
 }  // namespace
 
-ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const retrieval::RunConfig& config) {
+ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const retrieval::RunConfig& given_config) {
+    retrieval::RunConfig config = given_config;
     auto start = std::chrono::steady_clock::now();
     NCE_CHECK(config.init.empty(), "compare: --init does not apply (every loss starts from the same fresh or "
               "pretrained model); drop it, or use `train --init`");
@@ -85,10 +87,12 @@ ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const 
                splits.train.queries.size(), splits.validation.queries.size(), splits.test.queries.size(),
                splits.train.passages.size(), splits.validation.passages.size(), splits.test.passages.size());
     retrieval::create_output_folder(compare_dir);
-    retrieval::write_run_config((fs::path(compare_dir) / "config.json").string(), config);
     std::vector<std::string> tokenizer_texts = query_texts(splits.train);
     for (std::string& text : passage_texts(splits.train)) tokenizer_texts.push_back(std::move(text));
+    retrieval::size_vocabulary(config, tokenizer_texts);  // where left at -1 (retrieval/data_sizes.h)
     data::Tokenizer tokenizer = retrieval::train_run_tokenizer(tokenizer_texts, config, compare_dir);
+    retrieval::size_lengths(config, tokenizer, query_texts(splits.train), passage_texts(splits.train));
+    retrieval::write_run_config((fs::path(compare_dir) / "config.json").string(), config);
 
     // 2. The views of the test split, BM25 on both splits, the tables.
     eval::Bm25Parameters bm25{config.bm25_k1, config.bm25_b};
