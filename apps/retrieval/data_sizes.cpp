@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
-#include <unordered_map>
 
 #include <fmt/core.h>
 
@@ -12,15 +11,12 @@
 namespace nce::apps::retrieval {
 
 int64_t vocabulary_for(const std::vector<std::string>& texts) {
-    std::unordered_map<std::string, int64_t> occurrences;
+    double words = 0;
     for (const std::string& text : texts) {
-        std::istringstream words(text);
-        std::string word;
-        while (words >> word) ++occurrences[word];
+        std::istringstream stream(text);
+        for (std::string word; stream >> word;) words += 1;
     }
-    int64_t recurring = 0;
-    for (const auto& [word, count] : occurrences) recurring += count >= 2;
-    int64_t rounded = (recurring / 2 + 50) / 100 * 100;
+    auto rounded = static_cast<int64_t>(std::llround(6.0 * std::sqrt(words) / 100.0)) * 100;
     return std::clamp(rounded, kSmallestVocabulary, kLargestVocabulary);
 }
 
@@ -36,8 +32,8 @@ int64_t length_for(std::vector<int64_t> counts, double fraction, int64_t low, in
 void size_vocabulary(RunConfig& config, const std::vector<std::string>& tokenizer_texts) {
     if (config.vocab_size != kSizedToData) return;
     config.vocab_size = vocabulary_for(tokenizer_texts);
-    fmt::print("sized to the data: vocabulary {} (half the words that occur twice or more; --vocab-size sets it)\n",
-               config.vocab_size);
+    fmt::print("sized to the data: vocabulary {} (6 x the square root of the training texts' words; --vocab-size "
+               "sets it)\n", config.vocab_size);
 }
 
 void size_lengths(RunConfig& config, const data::Tokenizer& tokenizer, const std::vector<std::string>& queries,

@@ -2,11 +2,14 @@
 // at -1 by default, and a run sizes them to the texts it is given, so that the same command
 // fits a small generated site and a real dump without flags the user would have to know:
 //
-//   vocab_size          half the number of distinct words (split at whitespace) that occur at
-//                       least twice in the training texts (queries and passages), rounded to
-//                       100, within [kSmallestVocabulary, kLargestVocabulary]: a piece for
-//                       most words a query can share with a passage, the rest in sub-word
-//                       pieces. (SentencePiece then takes no more pieces than the text fills.)
+//   vocab_size          6 x the square root of the number of words (split at whitespace) in
+//                       the training texts (queries and passages), rounded to 100, within
+//                       [kSmallestVocabulary, kLargestVocabulary]: distinct words grow about as
+//                       the square root of a text (Heaps' law), and a vocabulary that grows the
+//                       same way keeps each piece seen often enough to learn; sub-word pieces
+//                       also let inflected words (Korean particles) meet. (`nce train` sizes
+//                       its vocabulary by the same law, 4 x the root, apps/train_command.cpp.)
+//                       SentencePiece then takes no more pieces than the text fills.
 //   max_query_length    the 95th percentile of the training queries' token counts (the query
 //                       prompt's included), rounded up to a multiple of 8, within [16, 128]
 //   max_passage_length  the 90th percentile of the training passages' token counts (the
