@@ -54,7 +54,8 @@ done
 for column in recall@1 recall@5 recall@10 mrr@10 ndcg@10; do
     expect_in "$scratch/run/results.json" "\"$column\"" "results.json has $column"
 done
-expect_in "$stdout" "were longer than 20 tokens and were truncated" "the run says how many answers were truncated"
+expect_in "$stdout" "the model read the [0-9]+ test passages longer than 20 tokens in overlapping chunks" \
+    "the run says how many answers it read in windows"
 expect_in "$stdout" "150 questions with [0-9]+ answers" "the run says what it read"
 expect_in "$scratch/run/metrics.svg" "<svg" "metrics.svg is an SVG"
 expect_in "$scratch/run/training_curves.svg" "polyline" "training_curves.svg draws a curve"
