@@ -42,10 +42,6 @@ const ModelConfig& validate_config(const ModelConfig& config) {
               c.lexical_dim);
     NCE_CHECK(c.kind == "text_encoder" || !c.term_weights,
               "model config: term_weights is a text_encoder's (a sig_predictor reads no tokens)");
-    NCE_CHECK(!c.term_weights || c.lexical_dim == 0,
-              "model config: term_weights and lexical_dim = {} are two lexical heads; keep one (lexical_dim 0 for the "
-              "term weights)",
-              c.lexical_dim);
     NCE_CHECK(c.d_model > 0, "model config: d_model must be positive, got {}", c.d_model);
     NCE_CHECK(c.nhead > 0 && c.d_model % c.nhead == 0,
               "model config: nhead {} must be positive and divide d_model {} (each head gets d_model / nhead)",

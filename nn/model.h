@@ -27,7 +27,8 @@ struct ModelConfig {
     int64_t lexical_dim = 0;
     // text_encoder only: the term-weight head (nn/text_encoder.h), a vector with one number per
     // vocabulary piece (the text's weight of that piece) joined to the mean-pooled one; the
-    // embedding is then (out_dim or d_model) + vocab_size wide. Not together with lexical_dim.
+    // embedding is then vocab_size wider. With lexical_dim > 0 too, the embedding holds all three
+    // parts: [mean ; max-pooled ; terms].
     bool term_weights = false;
     // Learnable temperature log_tau (initialised to log 0.07); training keeps
     // tau = exp(log_tau) in [min_temperature, max_temperature] (EmbeddingModel::clamp_temperature).

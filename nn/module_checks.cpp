@@ -264,10 +264,13 @@ void add_model_checks(CheckRegistry& registry) {
     // Its own mask: each row needs two distinct real pieces (one piece alone normalises to a
     // constant unit vector), and row 0's real tokens repeat piece 3, which sums two weights.
     const std::vector<double> term_mask{0, 1, 1, 1, 1, 1, 1, 0};
+    ModelConfig both = terms;  // all three parts: [mean ; max-pooled ; terms]
+    both.lexical_dim = 6;
     for (const ModelConfig& config : {tiny_config("text_encoder", 1, "relu", true, 0, 0),
-                                      tiny_config("text_encoder", 2, "gelu", false, 0.2, 3), lexical, terms}) {
+                                      tiny_config("text_encoder", 2, "gelu", false, 0.2, 3), lexical, terms, both}) {
         add_module_check<TextEncoder>(registry, {"text_encoder",
-            config.lexical_dim > 0 ? "ids [2,4], 1 pre-norm layer, lexical head 6"
+            config.lexical_dim > 0 && config.term_weights ? "ids [2,4], 1 pre-norm layer, lexical head 6 and term weights"
+            : config.lexical_dim > 0 ? "ids [2,4], 1 pre-norm layer, lexical head 6"
             : config.term_weights  ? "ids [2,4], 1 pre-norm layer, term weights, a repeat"
             : config.dropout > 0   ? "ids [2,4], 2 layers, out 3, dropout on"
                                    : "ids [2,4], 1 pre-norm layer, no out",

@@ -66,18 +66,20 @@ Var TextEncoder::encode(const Tensor& input, const Tensor& mask, Generator* gene
     for (double& value : is_token) value = value != 0 ? 1.0 : 0.0;
     Tensor real_tokens = Tensor::from_vector(is_token, {batch, tokens, 1}, states.value().dtype())
                              .to(states.value().device());  // [B, T, 1]: 1 or 0
-    if (term_weight) {
-        Var terms = term_vector(states, input, real_tokens);                        // [B, V]
-        return l2_normalize(concat({l2_normalize(pooled), l2_normalize(terms)}, 1));  // [B, D' + V]
+    // The halves (or thirds) side by side, each a unit vector: [mean ; max-pooled ; terms].
+    std::vector<Var> parts{l2_normalize(pooled)};  // [B, D']
+    if (lexical_proj) {
+        // The max-pooled head (text_encoder.h). f(z) = log(1 + relu(z)) rises monotonically, so
+        //   max over real t of f(z_bte) = f(max over real t of z_bte)
+        // and f runs on [B, E] instead of [B, T, E]. A padded z is set to 0 rather than left
+        // out: when every real z is below 0 the max becomes 0 instead, and f gives 0 for both.
+        // The gradient goes to the same token either way (f' > 0 where z > 0; f' = 0 where z <= 0).
+        Var z = lexical_proj->forward(lexical_norm->forward(states));   // [B, T, E]
+        Var lexical = log(relu(max(z * Var(real_tokens), 1)) + 1.0);     // [B, E]
+        parts.push_back(l2_normalize(lexical));
     }
-    // The lexical head (text_encoder.h). f(z) = log(1 + relu(z)) rises monotonically, so
-    //   max over real t of f(z_bte) = f(max over real t of z_bte)
-    // and f runs on [B, E] instead of [B, T, E]. A padded z is set to 0 rather than left out:
-    // when every real z is below 0 the max becomes 0 instead, and f gives 0 for both. The
-    // gradient goes to the same token either way (f' > 0 where z > 0; f' = 0 where z <= 0).
-    Var z = lexical_proj->forward(lexical_norm->forward(states));                  // [B, T, E]
-    Var lexical = log(relu(max(z * Var(real_tokens), 1)) + 1.0);                    // [B, E]
-    return l2_normalize(concat({l2_normalize(pooled), l2_normalize(lexical)}, 1));  // [B, D' + E]
+    if (term_weight) parts.push_back(l2_normalize(term_vector(states, input, real_tokens)));  // [B, V]
+    return l2_normalize(concat(parts, 1));  // [B, D' + E + V]
 }
 
 Var TextEncoder::term_vector(const Var& states, const Tensor& input, const Tensor& real_tokens) {

@@ -229,6 +229,32 @@ TEST_CASE("loss significance: the best loss, a clearly worse loss marked, an ide
                          "no row named 'missing'");
     CHECK_ERROR_MENTIONS(mark_losses_against_best(table, {"strong"}, "ndcg@10", 0.05, bootstrap),
                          "no per-query values of ndcg@10");
+    // No untrained row: no test of the best against it.
+    CHECK_FALSE(result.best_against_untrained.has_value());
+    CHECK(json["best_against_untrained"].is_null());
+    CHECK(best_against_untrained_line("overall", result).empty());
+}
+
+TEST_CASE("loss significance: the best loss against the untrained model, beyond the noise or not") {
+    std::vector<double> strong(120, 0.0), weak(120, 0.0);
+    for (size_t q = 0; q < 100; ++q) strong[q] = 1.0;
+    for (size_t q = 0; q < 40; ++q) weak[q] = 1.0;
+    eval::BootstrapOptions bootstrap{1000, 5, 0.95};
+    // The untrained model as weak as "weak": the best ("strong") is above it beyond the noise.
+    retrieval::MetricTable table{"view", {"mrr@10"}, {row_of("untrained model", weak), row_of("strong", strong)}};
+    SignificanceAgainstBest result = mark_losses_against_best(table, {"strong"}, "mrr@10", 0.05, bootstrap);
+    REQUIRE(result.best_against_untrained.has_value());
+    CHECK(result.best_against_untrained->difference == doctest::Approx(0.5));
+    CHECK(result.best_against_untrained->significant());
+    CHECK(table.row("untrained model").mark.empty());  // not a loss: unmarked
+    CHECK(significance_to_json(result)["best_against_untrained"]["significant"] == true);
+    CHECK(best_against_untrained_line("overall", result).find("above it beyond the noise") != std::string::npos);
+    // An untrained model as good as the best: no difference.
+    retrieval::MetricTable level{"view", {"mrr@10"}, {row_of("untrained model", strong), row_of("strong", strong)}};
+    SignificanceAgainstBest same = mark_losses_against_best(level, {"strong"}, "mrr@10", 0.05, bootstrap);
+    REQUIRE(same.best_against_untrained.has_value());
+    CHECK_FALSE(same.best_against_untrained->significant());
+    CHECK(best_against_untrained_line("in-batch", same).find("(no difference)") != std::string::npos);
 }
 
 TEST_CASE("score_view: every cell carries its interval and per-query values") {

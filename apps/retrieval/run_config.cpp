@@ -43,7 +43,7 @@ const std::vector<std::pair<std::string, std::string>>& field_help() {
         {"dropout", "dropout probability while training"},
         {"lexical_dim", "the model's lexical head beside the mean-pooled vector: -2 term weights (one number per "
                         "vocabulary piece, written by the text's own tokens), -1 a max-pooled vector of 6 x d_model, "
-                        "N > 0 one of N, 0 none"},
+                        "-3 both, N > 0 a max-pooled vector of N, 0 none"},
         {"max_query_length", "query tokens kept, the query prompt's included (longer queries are truncated and counted; "
                              "-1: sized to the data)"},
         {"max_passage_length", "passage tokens kept, the passage prompt's included (longer passages are truncated and "
@@ -195,7 +195,8 @@ int64_t lexical_width(const RunConfig& config) {
     // 6 x d_model: many more features than d_model for a text's words to light, for a
     // projection of 6 d_model^2 multiply-adds per token (a third of what two encoder layers
     // of d_model 128 cost); README "Learning from the corpus first" has what it moved.
-    return config.lexical_dim == -1 ? 6 * config.d_model : std::max<int64_t>(config.lexical_dim, 0);
+    if (config.lexical_dim == -1 || config.lexical_dim == kTermWeightsAndMaxPooled) return 6 * config.d_model;
+    return std::max<int64_t>(config.lexical_dim, 0);
 }
 
 nlohmann::json run_config_to_json(const RunConfig& c) {
@@ -301,8 +302,9 @@ void validate_run_config(const RunConfig& c) {
     NCE_CHECK(c.d_model % c.nhead == 0, "config: d_model ({}) must be a multiple of nhead ({})", c.d_model, c.nhead);
     positive(c.dim_feedforward, "dim_feedforward");
     NCE_CHECK(c.dropout >= 0 && c.dropout < 1, "config: dropout must be in [0, 1), got {} (flag --dropout)", c.dropout);
-    NCE_CHECK(c.lexical_dim >= -2 && lexical_width(c) <= nn::kMaxModelWidth, "config: lexical_dim must be -2 (term "
-              "weights), -1 (6 x d_model), 0 (no lexical head) or a width up to {}, got {} (flag --lexical-dim)",
+    NCE_CHECK(c.lexical_dim >= -3 && lexical_width(c) <= nn::kMaxModelWidth, "config: lexical_dim must be -3 (term "
+              "weights and 6 x d_model max-pooled), -2 (term weights), -1 (6 x d_model), 0 (no lexical head) or a width "
+              "up to {}, got {} (flag --lexical-dim)",
               nn::kMaxModelWidth, c.lexical_dim);
     sized_or_positive(c.max_query_length, "max_query_length");
     sized_or_positive(c.max_passage_length, "max_passage_length");

@@ -54,7 +54,8 @@ struct RunConfig {
     // The text_encoder's lexical head (nn/text_encoder.h): a max-pooled log(1 + relu) vector
     // of this many numbers beside the mean-pooled one, the embedding then d_model + it wide;
     // 0: none; -1 (the retrieval apps' default): 6 x d_model (lexical_width below).
-    // -2 (kTermWeights): the term-weight head instead, one number per vocabulary piece.
+    // -2 (kTermWeights): the term-weight head instead, one number per vocabulary piece; -3
+    // (kTermWeightsAndMaxPooled): both heads.
     int64_t lexical_dim = 0;
     int64_t max_query_length = 32;     // tokens; longer queries are truncated (and counted)
     int64_t max_passage_length = 128;  // tokens; the model's max_len is the larger of the two
@@ -120,6 +121,8 @@ struct RunConfig {
 
 // lexical_dim's value for the term-weight head (nn/text_encoder.h), whose width is the vocabulary's.
 inline constexpr int64_t kTermWeights = -2;
+// lexical_dim's value for both: the term weights and a max-pooled head of 6 x d_model.
+inline constexpr int64_t kTermWeightsAndMaxPooled = -3;
 
 // The max-pooled lexical head's width a config asks for: lexical_dim, 6 x d_model for -1, 0 for
 // none and for the term weights.

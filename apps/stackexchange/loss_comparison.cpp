@@ -213,6 +213,8 @@ ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const 
     fmt::print("\n");
     for (const retrieval::MetricTable& table : tables) fmt::print("{}\n", retrieval::format_metric_table(table));
     fmt::print("{}", significance_note(kTestedMetric, kSignificanceLevel, bootstrap));
+    for (size_t v = 0; v < all_views().size(); ++v)
+        fmt::print("{}", best_against_untrained_line(view_name(all_views()[v]), significance[v]));
     fmt::print("hybrid: dense weight {:.2f} (chosen on validation, MRR@10 {:.3f}); {} of {} test questions and {} of "
                "{} answers were truncated to {} / {} tokens\n",
                fusion.dense_weight, fusion.validation_mrr, test_queries.truncated, test_queries.texts,

@@ -62,6 +62,12 @@ SignificanceAgainstBest mark_losses_against_best(retrieval::MetricTable& table, 
         row.mark = significance_mark(test, alpha, bootstrap.resamples);
         significance.others.push_back({row.name, test});
     }
+    // The best loss against the untrained model, where the table has it: whether training on
+    // the pairs moved the model beyond what the choice of test questions explains.
+    for (const retrieval::MetricRow& row : table.rows)
+        if (row.name == kUntrainedRow && row.per_query.count(metric) != 0)
+            significance.best_against_untrained =
+                eval::paired_bootstrap_test(best_values, row.per_query.at(metric), bootstrap);
     return significance;
 }
 
@@ -73,8 +79,15 @@ nlohmann::json significance_to_json(const SignificanceAgainstBest& significance)
                               {"high", other.test.high},
                               {"p_value", other.test.p_value},
                               {"significant", other.test.significant(significance.alpha)}};
+    nlohmann::json against_untrained = nullptr;
+    if (significance.best_against_untrained) {
+        const eval::PairedBootstrapTest& test = *significance.best_against_untrained;
+        against_untrained = {{"difference", test.difference}, {"low", test.low}, {"high", test.high},
+                             {"p_value", test.p_value}, {"significant", test.significant(significance.alpha)}};
+    }
     return {{"metric", significance.metric},
             {"best", significance.best},
+            {"best_against_untrained", against_untrained},
             {"alpha", significance.alpha},
             {"method", "paired bootstrap over test questions, the same resampled questions for both losses; "
                        "p two-sided = min(1, 2 * share of replicates where (loss - best) does not keep its sign); "
@@ -82,6 +95,15 @@ nlohmann::json significance_to_json(const SignificanceAgainstBest& significance)
             {"resamples", significance.bootstrap.resamples},
             {"seed", significance.bootstrap.seed},
             {"losses", losses}};
+}
+
+std::string best_against_untrained_line(const std::string& view, const SignificanceAgainstBest& significance) {
+    if (!significance.best_against_untrained) return "";
+    const eval::PairedBootstrapTest& test = *significance.best_against_untrained;
+    return fmt::format("{} view: {} against the untrained model: {} {:+.3f} [{:+.3f}, {:+.3f}], {}{}\n", view,
+                       significance.best, significance.metric, test.difference, test.low, test.high,
+                       significance_mark(test, significance.alpha, significance.bootstrap.resamples),
+                       test.significant(significance.alpha) ? " (above it beyond the noise)" : " (no difference)");
 }
 
 std::string significance_note(const std::string& metric, double alpha, const eval::BootstrapOptions& bootstrap) {

@@ -16,9 +16,11 @@
 // The best is picked on the test questions it is then compared on, and each loss is tested on
 // its own, with no correction for testing several: a `*` says "this loss is behind the best on
 // these questions beyond resampling noise", not a family-wise guarantee. Rows that are not
-// losses (untrained model, BM25, hybrid) are left unmarked.
+// losses (untrained model, BM25, hybrid) are left unmarked. The best loss is also tested
+// against the untrained model the same way (best_against_untrained): did training help at all.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,7 +40,11 @@ struct SignificanceAgainstBest {
     double alpha = 0.05;
     eval::BootstrapOptions bootstrap;
     std::vector<LossAgainstBest> others;  // every other loss, in the table's row order
+    // The best loss minus the untrained model (the row kUntrainedRow), when the table has it.
+    std::optional<eval::PairedBootstrapTest> best_against_untrained;
 };
+
+inline constexpr const char* kUntrainedRow = "untrained model";
 
 // Tests the rows of `table` named in `losses` as described above, using each row's per_query
 // values of `metric` (retrieval::score_rankings keeps them), and writes the marks and the mark
@@ -54,6 +60,10 @@ std::string significance_mark(const eval::PairedBootstrapTest& test, double alph
 // For compare.json: {"metric", "best", "alpha", "method", "resamples", "seed",
 // "losses": {loss: {"difference", "low", "high", "p_value", "significant"}}}.
 nlohmann::json significance_to_json(const SignificanceAgainstBest& significance);
+
+// One line for a view: the best loss against the untrained model, the difference with its
+// interval and p, and whether it is beyond the noise; empty when the table has no such row.
+std::string best_against_untrained_line(const std::string& view, const SignificanceAgainstBest& significance);
 
 // The note printed under the tables: what the mark column and its `*` mean.
 std::string significance_note(const std::string& metric, double alpha, const eval::BootstrapOptions& bootstrap);
