@@ -30,7 +30,7 @@ retrieval::RunConfig stackexchange_defaults() {
     config.num_layers = 1;
     config.nhead = 4;
     config.dim_feedforward = 128;
-    config.lexical_dim = retrieval::kTermWeightsAndMaxPooled;  // both lexical heads (README "Learning from the corpus first")
+    config.lexical_dim = retrieval::kTermWeights;  // the term-weight head (README "Learning from the corpus first")
     config.max_query_length = -1;
     config.max_passage_length = -1;
     config.loss = "multi_positive";   // every answer of a question is a positive
