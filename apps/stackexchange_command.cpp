@@ -17,10 +17,10 @@
 namespace nce::apps {
 namespace {
 
-// The defaults: sized so that `train` takes about a minute and `compare` (seven losses at
-// compare_steps each) a few minutes on two cores. The generated site's texts are short and
-// its vocabulary small (about 500 words), hence the small model and vocabulary; a real dump
-// wants more (e.g. --vocab-size 4000 --d-model 128 --max-passage-length 128).
+// The defaults: sized so that `train` takes about a minute or two and `compare` (seven losses at
+// compare_steps each) a few minutes on two cores. The vocabulary and the lengths are sized to
+// the data a run reads (retrieval/data_sizes.h): a small generated site and a real dump get
+// their own; the model stays small.
 retrieval::RunConfig stackexchange_defaults() {
     retrieval::RunConfig config;
     config.output = "runs/stackexchange";
