@@ -62,10 +62,10 @@ data::RetrievalDataset load_code_corpus(const retrieval::RunConfig& config, Corp
 retrieval::RunConfig code_defaults() {
     retrieval::RunConfig defaults;
     defaults.output = "runs/code";
-    defaults.vocab_size = -1;  // sized to the data, as are the two lengths (retrieval/data_sizes.h)
+    defaults.vocab_size = retrieval::kSizedToData;  // sized to the data, as are the two lengths (retrieval/data_sizes.h)
     defaults.character_coverage = 0.9995;
-    defaults.max_query_length = -1;
-    defaults.max_passage_length = -1;
+    defaults.max_query_length = retrieval::kSizedToData;
+    defaults.max_passage_length = retrieval::kSizedToData;
     defaults.d_model = 128;
     defaults.num_layers = 2;
     defaults.nhead = 4;

@@ -58,9 +58,9 @@ retrieval::RetrievalApp korquad_app() {
     app.description = "KorQuAD passage retrieval: train, eval, index and search (no --data: generated Korean data)";
     retrieval::RunConfig& defaults = app.defaults;
     defaults.output = "runs/korquad";
-    defaults.vocab_size = -1;          // sized to the data, as are the two lengths (retrieval/data_sizes.h)
-    defaults.max_query_length = -1;
-    defaults.max_passage_length = -1;
+    defaults.vocab_size = retrieval::kSizedToData;  // sized to the data, as are the two lengths (retrieval/data_sizes.h)
+    defaults.max_query_length = retrieval::kSizedToData;
+    defaults.max_passage_length = retrieval::kSizedToData;
     defaults.d_model = 128;
     defaults.num_layers = 2;
     defaults.nhead = 4;

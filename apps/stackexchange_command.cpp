@@ -24,15 +24,15 @@ namespace {
 retrieval::RunConfig stackexchange_defaults() {
     retrieval::RunConfig config;
     config.output = "runs/stackexchange";
-    config.vocab_size = -1;  // sized to the data, as are the two lengths (retrieval/data_sizes.h)
+    config.vocab_size = retrieval::kSizedToData;  // sized to the data, as are the two lengths (retrieval/data_sizes.h)
     config.character_coverage = 1.0;  // English: every character kept
     config.d_model = 64;
     config.num_layers = 1;
     config.nhead = 4;
     config.dim_feedforward = 128;
     config.lexical_dim = retrieval::kTermWeights;  // the term-weight head (README "Learning from the corpus first")
-    config.max_query_length = -1;
-    config.max_passage_length = -1;
+    config.max_query_length = retrieval::kSizedToData;
+    config.max_passage_length = retrieval::kSizedToData;
     config.loss = "multi_positive";   // every answer of a question is a positive
     // Triplet's negative: another question's best answer. A lower-ranked answer of the same
     // question (hard_negative, mixed) is still one of its answers, relevant in evaluation.

@@ -22,13 +22,16 @@
 // the max sends a unit's gradient to its first maximal token. (It takes the max of the
 // projections first and applies log(1 + relu) to that, the same numbers: text_encoder.cpp.)
 //
-// With term_weights the lexical half is instead one number per vocabulary piece, written only
-// by the text's own tokens (after uniCOIL: Lin and Ma 2021, and DeepImpact), so a query and
-// a passage meet exactly on the pieces they share, as BM25's words do:
+// With term_weights a lexical part of another kind has one number per vocabulary piece,
+// written only by the text's own tokens (after uniCOIL: Lin and Ma 2021, and DeepImpact), so a
+// query and a passage meet exactly on the pieces they share, as BM25's words do:
 //
 //   w_bt  = log(1 + relu(term_weight(term_norm(h_bt)) + term_bias[id_bt]))   [B, T]  >= 0
 //   x_bv  = log(1 + sum over real tokens t with id_bt = v of w_bt)  [B, V]  (0 for pieces not in it)
 //   out   = L2( [ L2(mean part) ; L2(x) ] )                      [B, D' + V]
+//
+// With both heads the parts are [mean ; max-pooled ; terms], each a unit vector, re-normalised
+// as one (a score is the mean of the three cosines).
 //
 // w is what the model learns: how much a token, in its context, matters. term_bias gives each
 // piece its own offset (a [V, 1] table, from 0), the share of the weight that context does not

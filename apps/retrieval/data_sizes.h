@@ -29,7 +29,6 @@
 
 namespace nce::apps::retrieval {
 
-inline constexpr int64_t kSizedToData = -1;
 inline constexpr int64_t kSmallestVocabulary = 400;
 inline constexpr int64_t kLargestVocabulary = 8000;
 

@@ -208,9 +208,10 @@ std::unique_ptr<nn::EmbeddingModel> load_init(const RunConfig& config, int64_t v
 }
 
 // The run's tokenizer: with --init, the tokenizer.model beside that checkpoint (its ids are
-// the ones the checkpoint learned), copied into the output folder; else one trained on the
-// training split's texts.
-data::Tokenizer run_tokenizer(const RunConfig& config, const data::DatasetSplits& splits, const RunFiles& files) {
+// the ones the checkpoint learned), copied into the output folder; else one trained on
+// `training_texts` (the training split's queries and passages).
+data::Tokenizer run_tokenizer(const RunConfig& config, const std::vector<std::string>& training_texts,
+                              const RunFiles& files) {
     if (!config.init.empty()) {
         fs::path beside = fs::path(config.init).parent_path() / "tokenizer.model";
         NCE_CHECK(fs::is_regular_file(config.init), "--init {}: no such file (give a model checkpoint, e.g. "
@@ -228,21 +229,17 @@ data::Tokenizer run_tokenizer(const RunConfig& config, const data::DatasetSplits
         }
         return data::Tokenizer::load(files.tokenizer);
     }
-    std::vector<std::string> tokenizer_texts = query_texts_of(splits.train);
-    for (const std::string& text : passage_texts_of(splits.train)) tokenizer_texts.push_back(text);
-    return train_run_tokenizer(tokenizer_texts, config, config.output);
+    return train_run_tokenizer(training_texts, config, config.output);
 }
 
 // run_tokenizer, with the vocabulary and the lengths sized to the data where the config leaves
 // them at -1 (data_sizes.h): the vocabulary before the tokenizer is trained, the lengths after.
 data::Tokenizer sized_run_tokenizer(RunConfig& config, const data::DatasetSplits& splits, const RunFiles& files) {
     std::vector<std::string> queries = query_texts_of(splits.train), passages = passage_texts_of(splits.train);
-    if (config.init.empty()) {
-        std::vector<std::string> texts = queries;
-        texts.insert(texts.end(), passages.begin(), passages.end());
-        size_vocabulary(config, texts);
-    }
-    data::Tokenizer tokenizer = run_tokenizer(config, splits, files);
+    std::vector<std::string> texts = queries;
+    texts.insert(texts.end(), passages.begin(), passages.end());
+    if (config.init.empty()) size_vocabulary(config, texts);
+    data::Tokenizer tokenizer = run_tokenizer(config, texts, files);
     if (config.vocab_size == kSizedToData) config.vocab_size = tokenizer.vocab_size();  // --init's tokenizer
     size_lengths(config, tokenizer, queries, passages);
     return tokenizer;

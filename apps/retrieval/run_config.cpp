@@ -277,10 +277,10 @@ void validate_run_config(const RunConfig& c) {
     auto positive = [](int64_t value, const char* field) {
         NCE_CHECK(value > 0, "config: {} must be positive, got {} (flag {})", field, value, flag_name(field));
     };
-    // -1: sized to the data by the run (data_sizes.h).
     auto sized_or_positive = [](int64_t value, const char* field) {
-        NCE_CHECK(value > 0 || value == -1, "config: {} must be positive, or -1 (sized to the data), got {} (flag {})",
-                  field, value, flag_name(field));
+        NCE_CHECK(value > 0 || value == kSizedToData,
+                  "config: {} must be positive, or -1 (sized to the data), got {} (flag {})", field, value,
+                  flag_name(field));
     };
     auto non_negative = [](double value, const char* field) {
         NCE_CHECK(value >= 0, "config: {} must be >= 0, got {} (flag {})", field, value, flag_name(field));

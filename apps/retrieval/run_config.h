@@ -53,8 +53,8 @@ struct RunConfig {
     double dropout = 0.1;
     // The text_encoder's lexical head (nn/text_encoder.h): a max-pooled log(1 + relu) vector
     // of this many numbers beside the mean-pooled one, the embedding then d_model + it wide;
-    // 0: none; -1 (the retrieval apps' default): 6 x d_model (lexical_width below).
-    // -2 (kTermWeights): the term-weight head instead, one number per vocabulary piece; -3
+    // 0: none; -1: 6 x d_model (lexical_width below). -2 (kTermWeights, the retrieval apps'
+    // default): the term-weight head instead, one number per vocabulary piece; -3
     // (kTermWeightsAndMaxPooled): both heads.
     int64_t lexical_dim = 0;
     int64_t max_query_length = 32;     // tokens; longer queries are truncated (and counted)
@@ -118,6 +118,10 @@ struct RunConfig {
     // ---- the app's own settings ("app" in the config file), read by the app ----
     nlohmann::json app = nlohmann::json::object();
 };
+
+// vocab_size, max_query_length and max_passage_length at this value: the run sizes them to
+// its data (data_sizes.h).
+inline constexpr int64_t kSizedToData = -1;
 
 // lexical_dim's value for the term-weight head (nn/text_encoder.h), whose width is the vocabulary's.
 inline constexpr int64_t kTermWeights = -2;

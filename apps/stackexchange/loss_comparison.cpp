@@ -87,11 +87,12 @@ ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const 
                splits.train.queries.size(), splits.validation.queries.size(), splits.test.queries.size(),
                splits.train.passages.size(), splits.validation.passages.size(), splits.test.passages.size());
     retrieval::create_output_folder(compare_dir);
-    std::vector<std::string> tokenizer_texts = query_texts(splits.train);
-    for (std::string& text : passage_texts(splits.train)) tokenizer_texts.push_back(std::move(text));
+    std::vector<std::string> train_queries = query_texts(splits.train), train_passages = passage_texts(splits.train);
+    std::vector<std::string> tokenizer_texts = train_queries;
+    tokenizer_texts.insert(tokenizer_texts.end(), train_passages.begin(), train_passages.end());
     retrieval::size_vocabulary(config, tokenizer_texts);  // where left at -1 (retrieval/data_sizes.h)
     data::Tokenizer tokenizer = retrieval::train_run_tokenizer(tokenizer_texts, config, compare_dir);
-    retrieval::size_lengths(config, tokenizer, query_texts(splits.train), passage_texts(splits.train));
+    retrieval::size_lengths(config, tokenizer, train_queries, train_passages);
     retrieval::write_run_config((fs::path(compare_dir) / "config.json").string(), config);
 
     // 2. The views of the test split, BM25 on both splits, the tables.
