@@ -103,12 +103,14 @@ std::map<std::string, Shape> parameter_shapes(const ModelConfig& config) {
             shapes["lexical_norm.weight"] = {d};
             shapes["lexical_norm.bias"] = {d};
             linear("lexical_proj", d, c.lexical_dim);
+            shapes["lexical_log_weight"] = {1};
         }
         if (c.term_weights) {
             shapes["term_norm.weight"] = {d};
             shapes["term_norm.bias"] = {d};
             linear("term_weight", d, 1);
             shapes["term_bias.weight"] = {c.vocab_size, 1};
+            shapes["term_log_weight"] = {1};
         }
     }
     // nn.TransformerEncoderLayer's tensors (transformer_encoder_layer.h, multi_head_attention.h).

@@ -27,6 +27,8 @@ TextEncoder::TextEncoder(const ModelConfig& config, Generator& generator, Dtype 
         lexical_proj.emplace(config.d_model, config.lexical_dim, generator, dtype);
         register_module("lexical_norm", *lexical_norm);
         register_module("lexical_proj", *lexical_proj);
+        lexical_log_weight_ = Var::parameter(Tensor::zeros({1}, dtype));  // weight 1: the parts start equal
+        register_parameter("lexical_log_weight", lexical_log_weight_);
     }
     if (config.term_weights) {  // also drawn last
         term_norm.emplace(config.d_model, config.layer_norm_eps, dtype);
@@ -37,6 +39,8 @@ TextEncoder::TextEncoder(const ModelConfig& config, Generator& generator, Dtype 
         register_module("term_norm", *term_norm);
         register_module("term_weight", *term_weight);
         register_module("term_bias", *term_bias);
+        term_log_weight_ = Var::parameter(Tensor::zeros({1}, dtype));
+        register_parameter("term_log_weight", term_log_weight_);
     }
 }
 
@@ -66,7 +70,8 @@ Var TextEncoder::encode(const Tensor& input, const Tensor& mask, Generator* gene
     for (double& value : is_token) value = value != 0 ? 1.0 : 0.0;
     Tensor real_tokens = Tensor::from_vector(is_token, {batch, tokens, 1}, states.value().dtype())
                              .to(states.value().device());  // [B, T, 1]: 1 or 0
-    // The halves (or thirds) side by side, each a unit vector: [mean ; max-pooled ; terms].
+    // The halves (or thirds) side by side: [mean ; a·max-pooled ; c·terms], each part a unit vector
+    // times its learned weight (text_encoder.h).
     std::vector<Var> parts{l2_normalize(pooled)};  // [B, D']
     if (lexical_proj) {
         // The max-pooled head (text_encoder.h). f(z) = log(1 + relu(z)) rises monotonically, so
@@ -76,9 +81,9 @@ Var TextEncoder::encode(const Tensor& input, const Tensor& mask, Generator* gene
         // The gradient goes to the same token either way (f' > 0 where z > 0; f' = 0 where z <= 0).
         Var z = lexical_proj->forward(lexical_norm->forward(states));   // [B, T, E]
         Var lexical = log(relu(max(z * Var(real_tokens), 1)) + 1.0);     // [B, E]
-        parts.push_back(l2_normalize(lexical));
+        parts.push_back(l2_normalize(lexical) * exp(lexical_log_weight_));
     }
-    if (term_weight) parts.push_back(l2_normalize(term_vector(states, input, real_tokens)));  // [B, V]
+    if (term_weight) parts.push_back(l2_normalize(term_vector(states, input, real_tokens)) * exp(term_log_weight_));  // [B, V]
     return l2_normalize(concat(parts, 1));  // [B, D' + E + V]
 }
 

@@ -167,6 +167,12 @@ TrainingResult Trainer::fit(const BatchLossFunction& loss, const EvaluationFunct
         fail("{}", message);
     };
 
+    // The starting parameters are a candidate too: scored before the first step, so a run whose
+    // every step makes the metric worse (fine-tuning that forgets what pretraining taught)
+    // keeps where it started as its best.
+    if (options_.evaluate_every > 0 && state_.step == 0 && total > 0)
+        stop = result.stopped_early = evaluate_and_keep_best(evaluate, log, progress);
+
     while (state_.step < total && !stop) {
         StepPosition position{state_.step + 1, state_.step / steps_per_epoch + 1, state_.step % steps_per_epoch};
 

@@ -2,8 +2,8 @@
 //
 // Each step:  zero the gradients -> the batch's loss (a callback) -> backward -> clip the
 // gradient norm (optional) -> set the learning rate from the schedule -> optimizer step.
-// Every `evaluate_every` steps a callback scores the model in eval mode (higher is better);
-// an improvement saves the best checkpoint, and `patience` evaluations in a row without one
+// Before the first step of a fresh run and then every `evaluate_every` steps a callback scores
+// the model in eval mode (higher is better); an improvement saves the best checkpoint, and `patience` evaluations in a row without one
 // stop the run. A loss that is NaN or infinite stops the run with an error naming the step,
 // before that step touches the parameters or any checkpoint.
 //

@@ -428,7 +428,9 @@ TEST_CASE("data-parallel trainer: rank 0 alone evaluates and writes; every rank 
     nn::AdamW optimizer(replica->parameters(), nn::AdamWOptions{.learning_rate = 1e-2});
     nn::Trainer trainer(*replica, optimizer, dist::options_for_this_rank(options));
     int evaluations_here = 0;
-    const double scores[] = {0.5, 0.25};  // the second is worse: patience 1 stops after it
+    // Before step 1, after step 2, after step 4: the third is worse than the second, so
+    // patience 1 stops the run after step 4.
+    const double scores[] = {0.1, 0.5, 0.25};
     nn::TrainingResult result = trainer.fit(
         dist::data_parallel_loss(
             [&](const nn::StepPosition& position, Generator&) {
@@ -438,7 +440,7 @@ TEST_CASE("data-parallel trainer: rank 0 alone evaluates and writes; every rank 
             *replica),
         dist::evaluate_on_main_rank([&](nn::EmbeddingModel&) { return scores[evaluations_here++]; }));
 
-    CHECK(evaluations_here == (rank() == 0 ? 2 : 0));
+    CHECK(evaluations_here == (rank() == 0 ? 3 : 0));
     CHECK(result.stopped_early);  // every rank saw rank 0's scores and stopped together
     CHECK(result.steps == 4);
     CHECK(result.best_metric == 0.5);

@@ -546,7 +546,7 @@ TEST_CASE("text_encoder: position t is token t's, so the same tokens shifted giv
     CHECK(max_abs_difference(right.value(), alone.value()) < 1e-12);
 }
 
-TEST_CASE("text_encoder: the lexical head is [mean ; max over real tokens of log(1 + relu)], both halves unit vectors") {
+TEST_CASE("text_encoder: the lexical head is [mean ; a max over real tokens of log(1 + relu)], halves unit vectors") {
     Generator generator(26), same_start(26);
     ModelConfig config = text_encoder_config();
     config.dropout = 0;
@@ -557,10 +557,13 @@ TEST_CASE("text_encoder: the lexical head is [mean ; max over real tokens of log
     // Every parameter the plain model has starts the same: the head's are drawn last.
     std::map<std::string, Var*> with_head;
     for (auto& [name, parameter] : model.named_parameters()) with_head[name] = parameter;
-    CHECK(with_head.size() == plain->named_parameters().size() + 4);  // lexical_norm and lexical_proj
+    CHECK(with_head.size() == plain->named_parameters().size() + 5);  // lexical_norm, lexical_proj, the part weight
     for (auto& [name, parameter] : plain->named_parameters())
         CHECK_MESSAGE(max_abs_difference(parameter->value(), with_head.at(name)->value()) == 0, name);
+    CHECK(with_head.at("lexical_log_weight")->value().to_vector() == Values{0.0});  // the halves start equal
     randomise_lexical_head(model, generator);
+    const double a = 1.7;  // the lexical half's weight, off its start
+    with_head.at("lexical_log_weight")->set_value(Tensor::full({1}, std::log(a), Dtype::Float64));
 
     const int64_t B = 2, T = 4, D = 8, E = 5;
     Tensor ids = Tensor::from_indices({3, 7, 7, 12, 0, 5, 19, 0}, {B, T});
@@ -585,13 +588,14 @@ TEST_CASE("text_encoder: the lexical head is [mean ; max over real tokens of log
         double norm = 0;
         for (double value : lexical) norm += value * value;
         norm = std::sqrt(norm);
-        for (int64_t d = 0; d < D; ++d) expected.push_back(mean_half[b * D + d] / std::sqrt(2.0));
-        for (double value : lexical) expected.push_back(value / norm / std::sqrt(2.0));
+        // [mean ; a x / |x|] has length sqrt(1 + a^2).
+        for (int64_t d = 0; d < D; ++d) expected.push_back(mean_half[b * D + d] / std::sqrt(1 + a * a));
+        for (double value : lexical) expected.push_back(a * value / norm / std::sqrt(1 + a * a));
     }
     check_values(out, expected, 1e-12, "lexical text_encoder");
 }
 
-TEST_CASE("text_encoder: the term-weight head is [mean ; log(1 + sum of each piece's token weights)], halves unit vectors") {
+TEST_CASE("text_encoder: the term-weight head is [mean ; c log(1 + sum of each piece's token weights)], halves unit vectors") {
     Generator generator(27), same_start(27);
     ModelConfig config = text_encoder_config();
     config.dropout = 0;
@@ -601,9 +605,12 @@ TEST_CASE("text_encoder: the term-weight head is [mean ; log(1 + sum of each pie
     auto& model = dynamic_cast<TextEncoder&>(*built);
     std::map<std::string, Var*> with_head;
     for (auto& [name, parameter] : model.named_parameters()) with_head[name] = parameter;
-    CHECK(with_head.size() == plain->named_parameters().size() + 5);  // term_norm, term_weight, term_bias
+    CHECK(with_head.size() == plain->named_parameters().size() + 6);  // term_norm, term_weight, term_bias, c
     for (auto& [name, parameter] : plain->named_parameters())
         CHECK_MESSAGE(max_abs_difference(parameter->value(), with_head.at(name)->value()) == 0, name);
+    CHECK(with_head.at("term_log_weight")->value().to_vector() == Values{0.0});  // the halves start equal
+    const double c = 0.6;  // the terms' weight, off its start
+    with_head.at("term_log_weight")->set_value(Tensor::full({1}, std::log(c), Dtype::Float64));
     CHECK(model.term_weight->bias.value().to_vector() == Values{1.0});  // every token starts near log 2
     CHECK(model.term_bias->weight.value().to_vector() == Values(config.vocab_size, 0.0));  // no piece favoured
     const int64_t B = 2, T = 4, D = 8, V = config.vocab_size;
@@ -644,8 +651,8 @@ TEST_CASE("text_encoder: the term-weight head is [mean ; log(1 + sum of each pie
         double norm = 0;
         for (double& value : sums) value = std::log(1 + value), norm += value * value;
         norm = std::sqrt(norm);
-        for (int64_t d = 0; d < D; ++d) expected.push_back(mean_half[b * D + d] / std::sqrt(2.0));
-        for (double value : sums) expected.push_back(value / norm / std::sqrt(2.0));
+        for (int64_t d = 0; d < D; ++d) expected.push_back(mean_half[b * D + d] / std::sqrt(1 + c * c));
+        for (double value : sums) expected.push_back(c * value / norm / std::sqrt(1 + c * c));
     }
     CHECK(weighted_tokens == 6);  // of the 7 real tokens: the case sees weights above 0 and one at 0
     check_values(out, expected, 1e-12, "term-weight text_encoder");

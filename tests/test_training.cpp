@@ -383,8 +383,8 @@ std::vector<nlohmann::json> read_json_lines(const std::string& path) {
 }  // namespace
 
 TEST_CASE("trainer: k steps, a checkpoint, and N - k more are bit-identical to N steps in one go") {
-    // Evaluations after steps 2, 4, 6 score 1/step: never better than the first, so with
-    // patience 2 the run stops after step 6 of 8. The interrupted run stops after step 5,
+    // The evaluation before step 1 scores 0 and those after steps 2, 4, 6 score 1/step: none
+    // better than step 2's, so with patience 2 the run stops after step 6 of 8. The interrupted run stops after step 5,
     // between the evaluations, so the resumed one must carry the best metric and the
     // patience count across the checkpoint to stop at the same step.
     for (Dtype dtype : kFloatDtypes)
@@ -398,7 +398,10 @@ TEST_CASE("trainer: k steps, a checkpoint, and N - k more are bit-identical to N
             options.evaluate_every = 2;
             options.patience = 2;
             Trainer* trainer = nullptr;  // the one being run, for its step count
-            EvaluationFunction score = [&trainer](EmbeddingModel&) { return 1.0 / double(trainer->state().step); };
+            EvaluationFunction score = [&trainer](EmbeddingModel&) { 
+                int64_t step = trainer->state().step;
+                return step == 0 ? 0.0 : 1.0 / double(step);
+            };
 
             Run uninterrupted = make_run(problem, 3, options);
             trainer = uninterrupted.trainer.get();
@@ -408,7 +411,7 @@ TEST_CASE("trainer: k steps, a checkpoint, and N - k more are bit-identical to N
             CHECK(whole.stopped_early);
 
             TrainerOptions first_part = options;
-            first_part.max_steps = 5;  // stops inside the second epoch, after 2 evaluations
+            first_part.max_steps = 5;  // stops inside the second epoch, after 3 evaluations
             first_part.last_checkpoint_path = directory.file("last.safetensors");
             Run interrupted = make_run(problem, 3, first_part);
             trainer = interrupted.trainer.get();
@@ -443,21 +446,21 @@ TEST_CASE("trainer: early stopping after `patience` evaluations without improvem
     options.best_checkpoint_path = directory.file("best.safetensors");
     Run run = make_run(problem, 4, options);
 
-    // Evaluations at steps 2, 4, 6, ...: the best is the second (step 4); three more without
-    // improvement (steps 6, 8, 10) stop the run after step 10.
-    std::vector<double> metrics{0.1, 0.4, 0.3, 0.4, 0.2, 0.9, 0.9};
+    // Evaluations before step 1 and at steps 2, 4, 6, ...: the best is the third (step 4);
+    // three more without improvement (steps 6, 8, 10) stop the run after step 10.
+    std::vector<double> metrics{0.0, 0.1, 0.4, 0.3, 0.4, 0.2, 0.9, 0.9, 0.9};
     size_t evaluations = 0;
     std::vector<Tensor> parameters_at_best;
     auto evaluate = [&](EmbeddingModel& model) {
         CHECK_FALSE(model.training());  // evaluated in eval mode
         double metric = metrics.at(evaluations++);
-        if (evaluations == 2) parameters_at_best = parameter_values(model);
+        if (evaluations == 3) parameters_at_best = parameter_values(model);
         return metric;
     };
     TrainingResult result = run.trainer->fit(problem.loss_function(*run.model, false), evaluate);
     CHECK(run.model->training());  // back in training mode
     CHECK(result.stopped_early);
-    CHECK(evaluations == 5);
+    CHECK(evaluations == 6);
     CHECK(result.steps == 10);
     REQUIRE(result.best_metric.has_value());
     CHECK(*result.best_metric == 0.4);
@@ -477,6 +480,30 @@ TEST_CASE("trainer: early stopping after `patience` evaluations without improvem
     TrainingResult all_steps = full.trainer->fit(problem.loss_function(*full.model, false), evaluate);
     CHECK_FALSE(all_steps.stopped_early);
     CHECK(all_steps.steps == 8);
+}
+
+TEST_CASE("trainer: when every step makes the metric worse, the best checkpoint is where the run started") {
+    // Fine-tuning that forgets what pretraining taught: the evaluation before step 1 is the
+    // best, and the best checkpoint holds the starting parameters.
+    TinyProblem problem(Dtype::Float64);
+    TemporaryDirectory directory;
+    TrainerOptions options;
+    options.epochs = 2;  // 8 steps
+    options.evaluate_every = 2;
+    options.best_checkpoint_path = directory.file("best.safetensors");
+    Run run = make_run(problem, 4, options);
+    std::vector<Tensor> at_start = parameter_values(*run.model);
+    std::vector<double> metrics{0.8, 0.5, 0.6, 0.7, 0.3};
+    size_t evaluations = 0;
+    TrainingResult result =
+        run.trainer->fit(problem.loss_function(*run.model, false), [&](EmbeddingModel&) { return metrics.at(evaluations++); });
+    CHECK(evaluations == 5);  // before step 1, after steps 2, 4, 6, 8
+    CHECK(result.steps == 8);
+    CHECK(*result.best_metric == 0.8);
+    TrainingCheckpoint best = load_training_checkpoint(options.best_checkpoint_path, Dtype::Float64);
+    CHECK(best.state.step == 0);
+    check_bit_identical(parameter_values(*best.model), at_start);
+    CHECK(max_abs_difference(parameter_values(*run.model)[0], at_start[0]) > 0);  // the run itself moved on
 }
 
 TEST_CASE("trainer: a NaN loss at step 3 stops the run naming step 3; the last good checkpoint stays loadable") {
@@ -531,7 +558,7 @@ TEST_CASE("trainer: the metrics log has one JSON object per step and per evaluat
     run.trainer->fit(problem.loss_function(*run.model, false), [&](EmbeddingModel&) { return next_metric += 1; });
 
     std::vector<nlohmann::json> records = read_json_lines(options.metrics_log_path);
-    REQUIRE(records.size() == 8 + 2);  // 8 steps, evaluations after steps 3 and 6
+    REQUIRE(records.size() == 8 + 3);  // 8 steps, evaluations before step 1 and after steps 3 and 6
     int64_t step = 0;
     LearningRateSchedule schedule = LearningRateSchedule::linear(1e-2, 2, 10);
     for (const nlohmann::json& record : records) {
@@ -548,7 +575,7 @@ TEST_CASE("trainer: the metrics log has one JSON object per step and per evaluat
             CHECK(record["event"] == "eval");
             CHECK(record["step"] == step);
             CHECK(step % 3 == 0);
-            CHECK(record["metric"] == static_cast<double>(step / 3));
+            CHECK(record["metric"] == static_cast<double>(step / 3 + 1));
             CHECK(record["best_metric"] == record["metric"]);
             CHECK(record["improved"] == true);
         }
