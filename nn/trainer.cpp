@@ -170,7 +170,7 @@ TrainingResult Trainer::fit(const BatchLossFunction& loss, const EvaluationFunct
     // The starting parameters are a candidate too: scored before the first step, so a run whose
     // every step makes the metric worse (fine-tuning that forgets what pretraining taught)
     // keeps where it started as its best.
-    if (options_.evaluate_every > 0 && state_.step == 0 && total > 0)
+    if (options_.evaluate_every > 0 && options_.evaluate_start && state_.step == 0 && total > 0)
         stop = result.stopped_early = evaluate_and_keep_best(evaluate, log, progress);
 
     while (state_.step < total && !stop) {

@@ -2,8 +2,8 @@
 //
 // Each step:  zero the gradients -> the batch's loss (a callback) -> backward -> clip the
 // gradient norm (optional) -> set the learning rate from the schedule -> optimizer step.
-// Before the first step of a fresh run and then every `evaluate_every` steps a callback scores
-// the model in eval mode (higher is better); an improvement saves the best checkpoint, and `patience` evaluations in a row without one
+// Before the first step of a fresh run (unless evaluate_start is off) and then every
+// `evaluate_every` steps a callback scores the model in eval mode (higher is better); an improvement saves the best checkpoint, and `patience` evaluations in a row without one
 // stop the run. A loss that is NaN or infinite stops the run with an error naming the step,
 // before that step touches the parameters or any checkpoint.
 //
@@ -40,6 +40,7 @@ struct TrainerOptions {
     std::optional<LearningRateSchedule> schedule;  // none: the optimizer's learning rate stays as it is
     double max_grad_norm = 0;      // clip the gradients' global L2 norm to this; 0: no clipping
     int64_t evaluate_every = 0;    // steps between evaluations; 0: no evaluation
+    bool evaluate_start = true;    // with evaluate_every: score the start too, a candidate for the best
     int64_t patience = 0;          // stop after this many evaluations without improvement; 0: never
     std::string best_checkpoint_path;  // training checkpoint of the best evaluation; empty: not kept
     std::string last_checkpoint_path;  // training checkpoint every `checkpoint_every` steps and at the end; empty: none

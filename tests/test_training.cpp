@@ -504,6 +504,19 @@ TEST_CASE("trainer: when every step makes the metric worse, the best checkpoint 
     CHECK(best.state.step == 0);
     check_bit_identical(parameter_values(*best.model), at_start);
     CHECK(max_abs_difference(parameter_values(*run.model)[0], at_start[0]) > 0);  // the run itself moved on
+
+    // With evaluate_start off (compare: each loss against a shared start) only trained
+    // parameters are candidates: the best is step 6's 0.7.
+    TrainerOptions trained_only = options;
+    trained_only.evaluate_start = false;
+    trained_only.best_checkpoint_path = directory.file("best_trained.safetensors");
+    Run second = make_run(problem, 4, trained_only);
+    evaluations = 1;  // the same metrics, without the start's
+    TrainingResult from_step_2 = second.trainer->fit(problem.loss_function(*second.model, false),
+                                                     [&](EmbeddingModel&) { return metrics.at(evaluations++); });
+    CHECK(evaluations == 5);
+    CHECK(*from_step_2.best_metric == 0.7);
+    CHECK(load_training_checkpoint(trained_only.best_checkpoint_path, Dtype::Float64).state.step == 6);
 }
 
 TEST_CASE("trainer: a NaN loss at step 3 stops the run naming step 3; the last good checkpoint stays loadable") {

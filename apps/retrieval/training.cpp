@@ -277,7 +277,7 @@ const std::vector<std::string>& training_loss_names() {
 
 TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer,
                                   const data::RetrievalDataset& train, const data::RetrievalDataset& validation,
-                                  const RunConfig& config, const RunFiles& files) {
+                                  const RunConfig& config, const RunFiles& files, bool start_is_a_candidate) {
     strategy_for(config.loss);
     nn::set_checkpoint_activations(model, config.checkpoint_activations);
     const std::map<std::string, std::string> parameters = loss_parameters(config);
@@ -333,6 +333,7 @@ TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokeniz
     options.schedule = schedule;
     options.max_grad_norm = config.max_grad_norm;
     options.evaluate_every = validation.queries.empty() ? 0 : config.evaluate_every;
+    options.evaluate_start = start_is_a_candidate;
     options.patience = config.patience;
     options.best_checkpoint_path = options.evaluate_every > 0 ? files.best_checkpoint : "";
     options.last_checkpoint_path = files.last_checkpoint;

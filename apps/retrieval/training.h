@@ -56,10 +56,13 @@ struct TrainingReport {
 // config.evaluate_every steps (dense exact search over the validation passages). Writes
 // files.log, files.best_checkpoint and files.last_checkpoint; at the end the model holds the
 // best evaluated parameters (or the last ones when there was no evaluation) and is saved as
-// files.model. Throws nce::Error for an unknown loss, a split with nothing to train on, or a
-// loss that stops being finite (naming the step).
+// files.model. With start_is_a_candidate the starting parameters are scored before step 1 and
+// may be the best (a fine-tuning that only forgets keeps its start); off, only trained
+// parameters are (compare: what each loss does to a shared start). Throws nce::Error for an
+// unknown loss, a split with nothing to train on, or a loss that stops being finite (naming
+// the step).
 TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer,
                                   const data::RetrievalDataset& train, const data::RetrievalDataset& validation,
-                                  const RunConfig& config, const RunFiles& files);
+                                  const RunConfig& config, const RunFiles& files, bool start_is_a_candidate = true);
 
 }  // namespace nce::apps::retrieval

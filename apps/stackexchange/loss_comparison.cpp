@@ -162,8 +162,10 @@ ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const 
         fmt::print("\n[{}] training {} steps\n", loss, loss_config.max_steps);
         auto model = pretrained ? retrieval::load_text_encoder(pretrained_path)
                                 : retrieval::make_text_encoder(loss_config, tokenizer.vocab_size());
-        retrieval::TrainingReport report =
-            retrieval::train_text_encoder(*model, tokenizer, splits.train, splits.validation, loss_config, files);
+        // Each loss keeps its best trained parameters, never the shared start: the start has
+        // its own row (the pretrained model), and a loss that only loses to it shows it.
+        retrieval::TrainingReport report = retrieval::train_text_encoder(
+            *model, tokenizer, splits.train, splits.validation, loss_config, files, /*start_is_a_candidate=*/false);
         retrieval::write_training_curves_svg(files.log, files.curves_svg, fmt::format("stackexchange, {}", loss));
         for (const retrieval::CurveSeries& series : retrieval::read_training_curves(files.log))
             if (series.name == "training loss") loss_curves.push_back({loss, series.x, series.y});
