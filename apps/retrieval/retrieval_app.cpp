@@ -481,6 +481,9 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     TrainingReport training = train_text_encoder(*model, tokenizer, train, splits.validation, config, files);
     fmt::print("trained {} steps in {:.1f} s (last loss {:.4f}, best validation MRR@10 {:.3f})\n", training.result.steps,
                training.seconds, training.result.last_loss, training.result.best_metric.value_or(0.0));
+    if (training.best_step == 0)
+        fmt::print("no training step beat the starting model on validation: the model is the start, unchanged "
+                   "(the trained model's row repeats it)\n");
     print_truncation("training queries", training.queries, config.max_query_length);
     if (!app.chunked_passages) print_truncation("training passages", training.passages, config.max_passage_length);
     std::fflush(stdout);

@@ -384,7 +384,7 @@ TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokeniz
 
     // Keep the best evaluated parameters (the trainer saved them), else the last ones.
     if (options.evaluate_every > 0 && std::filesystem::exists(files.best_checkpoint))
-        nn::restore_training_checkpoint(files.best_checkpoint, model);
+        report.best_step = nn::restore_training_checkpoint(files.best_checkpoint, model).step;
     model.train(false);
     nn::save_model(files.model, model, {{"loss", config.loss}});
     return report;

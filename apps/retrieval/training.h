@@ -50,6 +50,7 @@ struct TrainingReport {
     int64_t batches_per_epoch = 0;
     TruncationCount queries;         // training texts longer than the maximum lengths...
     TruncationCount passages;        // ...counted once, over the training split
+    int64_t best_step = -1;          // the step of the kept parameters (0: the start); -1: no evaluation
 };
 
 // Trains `model` in place on `train`, scoring MRR@10 on `validation` every
