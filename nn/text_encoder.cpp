@@ -83,7 +83,10 @@ Var TextEncoder::encode(const Tensor& input, const Tensor& mask, Generator* gene
         Var lexical = log(relu(max(z * Var(real_tokens), 1)) + 1.0);     // [B, E]
         parts.push_back(l2_normalize(lexical) * exp(lexical_log_weight_));
     }
-    if (term_weight) parts.push_back(l2_normalize(term_vector(states, input, real_tokens)) * exp(term_log_weight_));  // [B, V]
+    if (term_weight) {
+        Var terms = term_vector(states, input, real_tokens);  // [B, V]
+        parts.push_back(l2_normalize(terms) * exp(term_log_weight_));
+    }
     return l2_normalize(concat(parts, 1));  // [B, D' + E + V]
 }
 

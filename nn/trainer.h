@@ -3,7 +3,8 @@
 // Each step:  zero the gradients -> the batch's loss (a callback) -> backward -> clip the
 // gradient norm (optional) -> set the learning rate from the schedule -> optimizer step.
 // Before the first step of a fresh run (unless evaluate_start is off) and then every
-// `evaluate_every` steps a callback scores the model in eval mode (higher is better); an improvement saves the best checkpoint, and `patience` evaluations in a row without one
+// `evaluate_every` steps a callback scores the model in eval mode (higher is better); an
+// improvement saves the best checkpoint, and `patience` evaluations in a row without one
 // stop the run. A loss that is NaN or infinite stops the run with an error naming the step,
 // before that step touches the parameters or any checkpoint.
 //

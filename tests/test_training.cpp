@@ -384,9 +384,9 @@ std::vector<nlohmann::json> read_json_lines(const std::string& path) {
 
 TEST_CASE("trainer: k steps, a checkpoint, and N - k more are bit-identical to N steps in one go") {
     // The evaluation before step 1 scores 0 and those after steps 2, 4, 6 score 1/step: none
-    // better than step 2's, so with patience 2 the run stops after step 6 of 8. The interrupted run stops after step 5,
-    // between the evaluations, so the resumed one must carry the best metric and the
-    // patience count across the checkpoint to stop at the same step.
+    // better than step 2's, so with patience 2 the run stops after step 6 of 8. The
+    // interrupted run stops after step 5, between the evaluations, so the resumed one must
+    // carry the best metric and the patience count across the checkpoint to stop at the same step.
     for (Dtype dtype : kFloatDtypes)
         for (bool use_grad_cache : {false, true}) {
             INFO(dtype_name(dtype) << (use_grad_cache ? " with GradCache" : " plain steps"));
@@ -398,7 +398,7 @@ TEST_CASE("trainer: k steps, a checkpoint, and N - k more are bit-identical to N
             options.evaluate_every = 2;
             options.patience = 2;
             Trainer* trainer = nullptr;  // the one being run, for its step count
-            EvaluationFunction score = [&trainer](EmbeddingModel&) { 
+            EvaluationFunction score = [&trainer](EmbeddingModel&) {
                 int64_t step = trainer->state().step;
                 return step == 0 ? 0.0 : 1.0 / double(step);
             };
@@ -495,8 +495,8 @@ TEST_CASE("trainer: when every step makes the metric worse, the best checkpoint 
     std::vector<Tensor> at_start = parameter_values(*run.model);
     std::vector<double> metrics{0.8, 0.5, 0.6, 0.7, 0.3};
     size_t evaluations = 0;
-    TrainingResult result =
-        run.trainer->fit(problem.loss_function(*run.model, false), [&](EmbeddingModel&) { return metrics.at(evaluations++); });
+    EvaluationFunction next_metric = [&](EmbeddingModel&) { return metrics.at(evaluations++); };
+    TrainingResult result = run.trainer->fit(problem.loss_function(*run.model, false), next_metric);
     CHECK(evaluations == 5);  // before step 1, after steps 2, 4, 6, 8
     CHECK(result.steps == 8);
     CHECK(*result.best_metric == 0.8);
@@ -512,8 +512,7 @@ TEST_CASE("trainer: when every step makes the metric worse, the best checkpoint 
     trained_only.best_checkpoint_path = directory.file("best_trained.safetensors");
     Run second = make_run(problem, 4, trained_only);
     evaluations = 1;  // the same metrics, without the start's
-    TrainingResult from_step_2 = second.trainer->fit(problem.loss_function(*second.model, false),
-                                                     [&](EmbeddingModel&) { return metrics.at(evaluations++); });
+    TrainingResult from_step_2 = second.trainer->fit(problem.loss_function(*second.model, false), next_metric);
     CHECK(evaluations == 5);
     CHECK(*from_step_2.best_metric == 0.7);
     CHECK(load_training_checkpoint(trained_only.best_checkpoint_path, Dtype::Float64).state.step == 6);
