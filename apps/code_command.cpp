@@ -66,7 +66,6 @@ retrieval::RunConfig code_defaults() {
     defaults.character_coverage = 0.9995;
     defaults.max_query_length = retrieval::kSizedToData;
     defaults.max_passage_length = retrieval::kSizedToData;
-    defaults.word_buckets = retrieval::kSizedToData;  // whole words as terms beside the pieces (nn/text_encoder.h)
     defaults.d_model = 128;
     defaults.num_layers = 2;
     defaults.nhead = 4;

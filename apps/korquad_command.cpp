@@ -61,7 +61,6 @@ retrieval::RetrievalApp korquad_app() {
     defaults.vocab_size = retrieval::kSizedToData;  // sized to the data, as are the two lengths (retrieval/data_sizes.h)
     defaults.max_query_length = retrieval::kSizedToData;
     defaults.max_passage_length = retrieval::kSizedToData;
-    defaults.word_buckets = retrieval::kSizedToData;  // whole words as terms beside the pieces (nn/text_encoder.h)
     defaults.d_model = 128;
     defaults.num_layers = 2;
     defaults.nhead = 4;

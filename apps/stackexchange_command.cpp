@@ -33,7 +33,6 @@ retrieval::RunConfig stackexchange_defaults() {
     config.lexical_dim = retrieval::kTermWeights;  // the term-weight head (README "Learning from the corpus first")
     config.max_query_length = retrieval::kSizedToData;
     config.max_passage_length = retrieval::kSizedToData;
-    config.word_buckets = retrieval::kSizedToData;  // whole words as terms beside the pieces (nn/text_encoder.h)
     config.loss = "multi_positive";   // every answer of a question is a positive
     // Triplet's negative: another question's best answer. A lower-ranked answer of the same
     // question (hard_negative, mixed) is still one of its answers, relevant in evaluation.

@@ -4,7 +4,6 @@
 #include <sentencepiece_trainer.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -249,22 +248,6 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
     sentencepiece::util::Status status = processor_->Decode(pieces, &text);
     NCE_CHECK(status.ok(), "tokenizer decode: sentencepiece: {}", readable(status, "decoding failed"));
     return text;
-}
-
-std::string Tokenizer::piece_kinds() const {
-    static const std::string word_mark = "\xe2\x96\x81";  // U+2581, SentencePiece's word start
-    std::string kinds;
-    for (int id = 0; id < processor_->GetPieceSize(); ++id) {
-        std::string piece = processor_->IdToPiece(id);
-        const bool starts = piece.compare(0, word_mark.size(), word_mark) == 0;
-        if (starts) piece.erase(0, word_mark.size());
-        const bool punctuation_only = std::all_of(piece.begin(), piece.end(), [](char c) {
-            return static_cast<unsigned char>(c) < 128 && std::ispunct(static_cast<unsigned char>(c));
-        });
-        const bool special = processor_->IsControl(id) || processor_->IsUnknown(id);
-        kinds.push_back(special || punctuation_only ? 'x' : starts ? 's' : 'c');
-    }
-    return kinds;
 }
 
 int64_t Tokenizer::vocab_size() const { return processor_->GetPieceSize(); }

@@ -80,12 +80,6 @@ public:
     PiecesWithOffsets encode_with_offsets(const std::string& text) const;
 
     int64_t vocab_size() const;
-    // One letter per piece, for a model that reads words as runs of pieces
-    // (nn/text_encoder.h): 's' a piece that starts a word (SentencePiece writes it with a
-    // leading U+2581) and holds more than ASCII punctuation, 'c' one that continues the word
-    // before it, 'x' one that is part of no word (only punctuation or the word mark,
-    // <pad>, <unk>). "_beer" 's', "izen" 'c', "," 'x', "_(" 'x'.
-    std::string piece_kinds() const;
     // The id that fills padding; 0 when the model (trained elsewhere) has no <pad> piece,
     // which is harmless because the mask marks those positions.
     int64_t pad_id() const;

@@ -228,10 +228,6 @@ std::string config_to_json(const ModelConfig& config) {
     // Written only when there is a lexical head, so a model without one is stored as before.
     if (config.lexical_dim > 0) json["lexical_dim"] = config.lexical_dim;
     if (config.term_weights) json["term_weights"] = true;
-    if (config.word_buckets > 0) {
-        json["word_buckets"] = config.word_buckets;
-        json["piece_kinds"] = config.piece_kinds;
-    }
     return json.dump();
 }
 
@@ -252,7 +248,7 @@ ModelConfig config_from_json(const std::string& text, const std::string& source)
                                                       "layer_norm_eps", "out_dim"};
     static const std::vector<std::string> optional = {"learnable_temperature", "min_temperature", "max_temperature",
                                                       "query_prompt", "passage_prompt", "lexical_dim",
-                                                      "term_weights", "word_buckets", "piece_kinds"};
+                                                      "term_weights"};
     for (const std::string& key : required)
         NCE_CHECK(json.contains(key), "{}: nce_config has no '{}' (it needs: {})", source, key,
                   fmt::join(required, ", "));
@@ -277,8 +273,6 @@ ModelConfig config_from_json(const std::string& text, const std::string& source)
     config.out_dim = integer_field(json, "out_dim", source);
     if (json.contains("lexical_dim")) config.lexical_dim = integer_field(json, "lexical_dim", source);
     if (json.contains("term_weights")) config.term_weights = bool_field(json, "term_weights", source);
-    if (json.contains("word_buckets")) config.word_buckets = integer_field(json, "word_buckets", source);
-    if (json.contains("piece_kinds")) config.piece_kinds = string_field(json, "piece_kinds", source);
     if (json.contains("learnable_temperature"))
         config.learnable_temperature = bool_field(json, "learnable_temperature", source);
     if (json.contains("min_temperature")) config.min_temperature = number_field(json, "min_temperature", source);

@@ -42,20 +42,6 @@ const ModelConfig& validate_config(const ModelConfig& config) {
               c.lexical_dim);
     NCE_CHECK(c.kind == "text_encoder" || !c.term_weights,
               "model config: term_weights is a text_encoder's (a sig_predictor reads no tokens)");
-    NCE_CHECK(c.word_buckets >= 0 && c.word_buckets <= ModelConfig::kMostWordBuckets,
-              "model config: word_buckets must be in [0, {}] (0: no word terms), got {}", ModelConfig::kMostWordBuckets,
-              c.word_buckets);
-    if (c.word_buckets > 0) {
-        NCE_CHECK(c.term_weights, "model config: word_buckets needs term_weights (words are terms beside the pieces)");
-        NCE_CHECK(static_cast<int64_t>(c.piece_kinds.size()) == c.vocab_size,
-                  "model config: piece_kinds has {} letters but vocab_size is {}; give one letter per piece",
-                  c.piece_kinds.size(), c.vocab_size);
-        NCE_CHECK(c.piece_kinds.find_first_not_of("scx") == std::string::npos,
-                  "model config: piece_kinds holds a letter other than s (starts a word), c (continues one) and "
-                  "x (no word)");
-    } else {
-        NCE_CHECK(c.piece_kinds.empty(), "model config: piece_kinds is given but word_buckets is 0; drop one or set both");
-    }
     NCE_CHECK(c.d_model > 0, "model config: d_model must be positive, got {}", c.d_model);
     NCE_CHECK(c.nhead > 0 && c.d_model % c.nhead == 0,
               "model config: nhead {} must be positive and divide d_model {} (each head gets d_model / nhead)",
@@ -125,7 +111,6 @@ std::map<std::string, Shape> parameter_shapes(const ModelConfig& config) {
             linear("term_weight", d, 1);
             shapes["term_bias.weight"] = {c.vocab_size, 1};
             shapes["term_log_weight"] = {1};
-            shapes["term_log_idf"] = {c.vocab_size + c.word_buckets};
         }
     }
     // nn.TransformerEncoderLayer's tensors (transformer_encoder_layer.h, multi_head_attention.h).

@@ -30,14 +30,6 @@ struct ModelConfig {
     // embedding is then vocab_size wider. With lexical_dim > 0 too, the embedding holds all three
     // parts: [mean ; max-pooled ; terms].
     bool term_weights = false;
-    // text_encoder with term_weights only: words beside the pieces as terms (nn/text_encoder.h).
-    // word_buckets > 0 makes the term vector that many numbers longer, one per hashed word, and
-    // piece_kinds then has one letter per vocabulary piece: 's' a piece that starts a word, 'c'
-    // one that continues the word before it, 'x' one that is part of no word (punctuation,
-    // <pad>, <unk>). 0 buckets (and no letters): the pieces alone.
-    int64_t word_buckets = 0;
-    std::string piece_kinds;
-    static constexpr int64_t kMostWordBuckets = int64_t{1} << 20;
     // Learnable temperature log_tau (initialised to log 0.07); training keeps
     // tau = exp(log_tau) in [min_temperature, max_temperature] (EmbeddingModel::clamp_temperature).
     bool learnable_temperature = false;

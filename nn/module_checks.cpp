@@ -266,19 +266,11 @@ void add_model_checks(CheckRegistry& registry) {
     const std::vector<double> term_mask{0, 1, 1, 1, 1, 1, 1, 0};
     ModelConfig both = terms;  // all three parts: [mean ; max-pooled ; terms]
     both.lexical_dim = 6;
-    // Words too: pieces 0, 1, 6 start a word, 2, 3 continue one, 4, 5 are in none. Row 0's real
-    // tokens 0 3 3 are one word of three tokens; row 1's 1 5 2 are the word "1", a gap, and a
-    // word "2" that starts without a starting piece. Each token's weight then feeds two rows.
-    ModelConfig words = terms;
-    words.word_buckets = 5;
-    words.piece_kinds = "ssccxxs";  // vocab_size 7
     for (const ModelConfig& config : {tiny_config("text_encoder", 1, "relu", true, 0, 0),
-                                      tiny_config("text_encoder", 2, "gelu", false, 0.2, 3), lexical, terms, both,
-                                      words}) {
+                                      tiny_config("text_encoder", 2, "gelu", false, 0.2, 3), lexical, terms, both}) {
         add_module_check<TextEncoder>(registry, {"text_encoder",
             config.lexical_dim > 0 && config.term_weights ? "ids [2,4], 1 pre-norm layer, lexical head 6 and term weights"
             : config.lexical_dim > 0 ? "ids [2,4], 1 pre-norm layer, lexical head 6"
-            : config.word_buckets > 0 ? "ids [2,4], 1 pre-norm layer, term weights of pieces and 5 word buckets"
             : config.term_weights  ? "ids [2,4], 1 pre-norm layer, term weights, a repeat"
             : config.dropout > 0   ? "ids [2,4], 2 layers, out 3, dropout on"
                                    : "ids [2,4], 1 pre-norm layer, no out",

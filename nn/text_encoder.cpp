@@ -41,8 +41,6 @@ TextEncoder::TextEncoder(const ModelConfig& config, Generator& generator, Dtype 
         register_module("term_bias", *term_bias);
         term_log_weight_ = Var::parameter(Tensor::zeros({1}, dtype));
         register_parameter("term_log_weight", term_log_weight_);
-        term_log_idf_ = Var::parameter(Tensor::zeros({config.vocab_size + config.word_buckets}, dtype));  // every g 1
-        register_parameter("term_log_idf", term_log_idf_);
     }
 }
 
@@ -92,67 +90,18 @@ Var TextEncoder::encode(const Tensor& input, const Tensor& mask, Generator* gene
     return l2_normalize(concat(parts, 1));  // [B, D' + E + V]
 }
 
-int64_t word_bucket(const std::vector<int64_t>& pieces, int64_t buckets) {
-    uint64_t hash = 14695981039346656037ull;
-    for (int64_t piece : pieces) {
-        hash ^= static_cast<uint64_t>(piece);
-        hash *= 1099511628211ull;
-    }
-    return static_cast<int64_t>(hash % static_cast<uint64_t>(buckets));
-}
-
-std::vector<int64_t> word_buckets_of(const std::vector<int64_t>& ids, const std::string& piece_kinds, int64_t buckets) {
-    std::vector<int64_t> bucket_of_token(ids.size(), -1);
-    std::vector<int64_t> word_tokens, word_pieces;  // the word being read: its token positions and ids
-    auto close_word = [&] {
-        const int64_t bucket = word_bucket(word_pieces, buckets);
-        for (int64_t token : word_tokens) bucket_of_token[static_cast<size_t>(token)] = bucket;
-        word_tokens.clear();
-        word_pieces.clear();
-    };
-    for (size_t t = 0; t < ids.size(); ++t) {
-        const char kind = ids[t] >= 0 ? piece_kinds.at(static_cast<size_t>(ids[t])) : 'x';
-        if (kind != 'c' && !word_tokens.empty()) close_word();  // 's' starts the next word, 'x' ends this one
-        if (kind == 'x') continue;
-        word_tokens.push_back(static_cast<int64_t>(t));  // a 'c' with no word before it (a window's first token) starts one
-        word_pieces.push_back(ids[t]);
-    }
-    if (!word_tokens.empty()) close_word();
-    return bucket_of_token;
-}
-
 Var TextEncoder::term_vector(const Var& states, const Tensor& input, const Tensor& real_tokens) {
     const int64_t batch = input.size(0), tokens = input.size(1), vocabulary = config_.vocab_size;
-    const int64_t buckets = config_.word_buckets, width = vocabulary + buckets;
-    // Token (b, t) adds into row b * W + id_bt of the flattened [B * W] vector (W = V + H); a
-    // padding token's weight is multiplied by 0 first, so where it lands does not matter. With
-    // word buckets a token of a word adds once more, into row b * W + V + bucket(word).
+    // Token (b, t) adds into row b * V + id_bt of the flattened [B * V] vector; a padding
+    // token's weight is multiplied by 0 first, so where it lands does not matter.
     std::vector<int64_t> ids = input.to(Device::CPU).to_indices();
-    std::vector<int64_t> sources(ids.size()), rows(ids.size());
-    for (size_t i = 0; i < ids.size(); ++i) {
-        sources[i] = static_cast<int64_t>(i);
-        rows[i] = static_cast<int64_t>(i) / tokens * width + ids[i];
-    }
-    if (buckets > 0) {
-        std::vector<double> is_real = real_tokens.to(Device::CPU).to(Dtype::Float64).to_vector();
-        for (int64_t b = 0; b < batch; ++b) {
-            std::vector<int64_t> row_ids;  // the real tokens of row b; padding reads as no word
-            for (int64_t t = 0; t < tokens; ++t)
-                row_ids.push_back(is_real[static_cast<size_t>(b * tokens + t)] != 0 ? ids[static_cast<size_t>(b * tokens + t)] : -1);
-            std::vector<int64_t> bucket_of_token = word_buckets_of(row_ids, config_.piece_kinds, buckets);
-            for (int64_t t = 0; t < tokens; ++t) {
-                if (bucket_of_token[static_cast<size_t>(t)] < 0) continue;
-                sources.push_back(b * tokens + t);
-                rows.push_back(b * width + vocabulary + bucket_of_token[static_cast<size_t>(t)]);
-            }
-        }
-    }
+    std::vector<int64_t> rows(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) rows[i] = static_cast<int64_t>(i) / tokens * vocabulary + ids[i];
     Var z = term_weight->forward(term_norm->forward(states)) + term_bias->forward(input);  // [B, T, 1]
-    Var weights = reshape(log(relu(z) + 1.0) * Var(real_tokens), {batch * tokens, 1});  // [B T, 1], 0 for padding
-    const int64_t entries = static_cast<int64_t>(sources.size());
-    if (buckets > 0) weights = index_select(weights, Tensor::from_indices(sources, {entries}).to(input.device()));
-    Var counts = index_add(weights, Tensor::from_indices(rows, {entries}).to(input.device()), batch * width);
-    return log(reshape(counts, {batch, width}) + 1.0) * exp(term_log_idf_);       // [B, V + H] times g [V + H]
+    Var weights = log(relu(z) + 1.0) * Var(real_tokens);                           // [B, T, 1], 0 for padding
+    Var counts = index_add(reshape(weights, {batch * tokens, 1}),
+                           Tensor::from_indices(rows, {batch * tokens}).to(input.device()), batch * vocabulary);
+    return log(reshape(counts, {batch, vocabulary}) + 1.0);                        // [B, V]
 }
 
 }  // namespace nce::nn

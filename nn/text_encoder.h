@@ -35,15 +35,8 @@
 // query and a passage meet exactly on the pieces they share, as BM25's words do:
 //
 //   w_bt  = log(1 + relu(term_weight(term_norm(h_bt)) + term_bias[id_bt]))   [B, T]  >= 0
-//   x_bv  = g_v log(1 + sum over real tokens t with id_bt = v of w_bt)   [B, V]  (0 for pieces not in it)
+//   x_bv  = log(1 + sum over real tokens t with id_bt = v of w_bt)  [B, V]  (0 for pieces not in it)
 //   out   = L2( [ L2(mean part) ; c L2(x) ] )                    [B, D' + V]
-//
-// g_v = exp(term_log_idf_v) > 0 is each piece's own scale outside the log: the idf of BM25
-// and tf-idf multiplies a saturating term frequency, and inside the log an idf of 1 or 7 would
-// come out as log 2 or log 8, too close to tell a rare piece from a common one. It starts at 1
-// (log g = 0); the retrieval apps start it at the training passages' idf
-// (apps/retrieval/text_model.h), where tf-idf over words already ranks the beer dump's
-// answers about as well as BM25, and training moves it from there.
 //
 // with c = exp(term_log_weight) learned as a is. With both heads the parts are
 // [mean ; a max-pooled ; c terms], each a unit vector times its weight, re-normalised as one
@@ -56,26 +49,8 @@
 // initialisation every token weighs about log 2 and x is a bag of the text's pieces: the
 // first steps already match pieces. Built from layer_norm, affine, index_select, add, relu,
 // log, mul, exp and index_add (the scatter-add whose backward is index_select).
-//
-// Words as terms (word_buckets H > 0). A small vocabulary cuts a rare word into common pieces
-// ("hefeweizen" -> "_he fe we izen"), and each of them also matches unrelated words, so a
-// bag of pieces blurs what makes BM25 sharp: its rare whole words. So the term vector gets H
-// more numbers, one per word bucket. A word is a run of pieces that starts at a piece marked
-// 's' in config.piece_kinds and goes on over the pieces marked 'c' after it ('x' pieces,
-// punctuation, belong to no word); its bucket is a hash of its piece ids mod H, the same in
-// every text. Each token of a word adds its w once more, into its word's bucket:
-//
-//   x_b(V + k) = g_(V + k) log(1 + sum over words u of text b with bucket(u) = k of sum over u's tokens t of w_bt)
-//   x = [x over pieces ; x over word buckets]                     [B, V + H]
-//
-// so a query and a passage that share a whole word meet on it as well as on its pieces. The
-// same w feeds both, and the copy into the word rows is one more index_select (whose
-// backward adds the two gradients of a token together); each bucket has its own g.
 #pragma once
-#include <cstdint>
 #include <optional>
-#include <string>
-#include <vector>
 
 #include "nn/embedding.h"
 #include "nn/layer_norm.h"
@@ -85,13 +60,6 @@
 
 namespace nce::nn {
 
-// The bucket of a word made of `pieces` (in order) among `buckets`: FNV-1a over the piece ids.
-int64_t word_bucket(const std::vector<int64_t>& pieces, int64_t buckets);
-
-// The word bucket of each token of one text's ids, -1 for a token in no word (its piece is
-// 'x' in piece_kinds, or its id is -1, read as padding), by the rule above.
-std::vector<int64_t> word_buckets_of(const std::vector<int64_t>& ids, const std::string& piece_kinds, int64_t buckets);
-
 class TextEncoder : public EmbeddingModel {
 public:
     // config.kind must be "text_encoder", with vocab_size > 0, max_len > 0, out_dim >= 0.
@@ -99,7 +67,7 @@ public:
 
     // input: int64 ids [B, T] with T <= max_len and every id in [0, vocab_size); mask [B, T]
     // (nonzero = token; every row needs a token) -> [B, (out_dim or d_model) + lexical_dim],
-    // or + vocab_size (+ word_buckets) with term_weights; unit rows.
+    // or + vocab_size with term_weights; unit rows.
     // Token t always gets position t, so left and right padding give different embeddings.
     Var encode(const Tensor& input, const Tensor& mask, Generator* generator) override;
     Var* log_tau() override { return config_.learnable_temperature ? &log_tau_ : nullptr; }
@@ -113,8 +81,6 @@ public:
     std::optional<LayerNorm> term_norm;     // [d_model], only with term_weights
     std::optional<Linear> term_weight;      // [1, d_model], only with term_weights
     std::optional<Embedding> term_bias;     // [vocab_size, 1], only with term_weights
-    // log g [vocab_size + word_buckets], only with term_weights; set_term_idf fills it.
-    Var* term_log_idf() { return config_.term_weights ? &term_log_idf_ : nullptr; }
 
 private:
     // The term-weight head's x [B, vocab_size] for token states [B, T, D] (text_encoder.h).
@@ -123,7 +89,6 @@ private:
     Var log_tau_;  // [1], registered only with config.learnable_temperature
     Var lexical_log_weight_;  // [1] log a, only when lexical_dim > 0
     Var term_log_weight_;     // [1] log c, only with term_weights
-    Var term_log_idf_;        // [V + H] log g, only with term_weights
 };
 
 }  // namespace nce::nn

@@ -432,29 +432,6 @@ TEST_CASE("checkpoint: a config survives JSON, and bad configs are errors naming
     term_predictor["term_weights"] = true;
     CHECK_ERROR_MENTIONS(nn::validate_config(nn::config_from_json(term_predictor.dump(), "test")),
                          "term_weights is a text_encoder's");
-    // Word buckets: written with their piece letters only when there are some, and read back;
-    // letters that do not fit the vocabulary, or buckets without term weights, are refused.
-    CHECK_FALSE(json.contains("word_buckets"));
-    CHECK_FALSE(json.contains("piece_kinds"));
-    nn::ModelConfig with_words = small_term_text_encoder();
-    with_words.word_buckets = 64;
-    with_words.piece_kinds = std::string(static_cast<size_t>(with_words.vocab_size), 's');
-    with_words.piece_kinds[0] = 'x';
-    with_words.piece_kinds[2] = 'c';
-    nn::ModelConfig words_back = nn::validate_config(nn::config_from_json(nn::config_to_json(with_words), "test"));
-    CHECK(words_back.word_buckets == 64);
-    CHECK(words_back.piece_kinds == with_words.piece_kinds);
-    nlohmann::json short_kinds = nlohmann::json::parse(nn::config_to_json(with_words));
-    short_kinds["piece_kinds"] = "ss";
-    CHECK_ERROR_MENTIONS(nn::validate_config(nn::config_from_json(short_kinds.dump(), "test")),
-                         "piece_kinds has 2 letters but vocab_size is");
-    nlohmann::json odd_letter = nlohmann::json::parse(nn::config_to_json(with_words));
-    odd_letter["piece_kinds"] = std::string(static_cast<size_t>(with_words.vocab_size), 'w');
-    CHECK_ERROR_MENTIONS(nn::validate_config(nn::config_from_json(odd_letter.dump(), "test")), "piece_kinds holds a letter");
-    nlohmann::json words_alone = nlohmann::json::parse(nn::config_to_json(with_words));
-    words_alone.erase("term_weights");
-    CHECK_ERROR_MENTIONS(nn::validate_config(nn::config_from_json(words_alone.dump(), "test")),
-                         "word_buckets needs term_weights");
 
     nlohmann::json missing = json;
     missing.erase("d_model");

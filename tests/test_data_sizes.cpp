@@ -49,25 +49,3 @@ TEST_CASE("data sizes: only the settings left at -1 are sized") {
     size_vocabulary(config, texts_of(1000, 100));
     CHECK(config.vocab_size == 1900);
 }
-
-TEST_CASE("data sizes: word buckets are twice the distinct lower-cased words as a power of two, within 1024..32768") {
-    std::vector<std::string> texts;
-    for (int i = 0; i < 1000; ++i) texts.push_back("Word" + std::to_string(i) + " word" + std::to_string(i) + " the");
-    CHECK(word_buckets_for(texts) == 2048);  // 1,001 distinct words ("word0" and "Word0" are one): 2,002 -> 2,048
-    CHECK(word_buckets_for(texts_of(10, 10)) == kSmallestWordBuckets);
-    std::vector<std::string> many;
-    for (int i = 0; i < 40000; ++i) many.push_back("w" + std::to_string(i));
-    CHECK(word_buckets_for(many) == kLargestWordBuckets);
-    RunConfig config;
-    config.word_buckets = kSizedToData;
-    config.lexical_dim = 0;  // no term-weight head: no words
-    size_word_buckets(config, texts);
-    CHECK(config.word_buckets == 0);
-    config.word_buckets = kSizedToData;
-    config.lexical_dim = kTermWeights;
-    size_word_buckets(config, texts);
-    CHECK(config.word_buckets == 2048);
-    config.word_buckets = 100;  // chosen: kept
-    size_word_buckets(config, texts);
-    CHECK(config.word_buckets == 100);
-}

@@ -605,8 +605,7 @@ TEST_CASE("text_encoder: the term-weight head is [mean ; c log(1 + sum of each p
     auto& model = dynamic_cast<TextEncoder&>(*built);
     std::map<std::string, Var*> with_head;
     for (auto& [name, parameter] : model.named_parameters()) with_head[name] = parameter;
-    CHECK(with_head.size() == plain->named_parameters().size() + 7);  // term_norm, term_weight, term_bias, c, g
-    CHECK(with_head.at("term_log_idf")->value().to_vector() == Values(config.vocab_size, 0.0));  // every g starts at 1
+    CHECK(with_head.size() == plain->named_parameters().size() + 6);  // term_norm, term_weight, term_bias, c
     for (auto& [name, parameter] : plain->named_parameters())
         CHECK_MESSAGE(max_abs_difference(parameter->value(), with_head.at(name)->value()) == 0, name);
     CHECK(with_head.at("term_log_weight")->value().to_vector() == Values{0.0});  // the halves start equal
@@ -660,65 +659,6 @@ TEST_CASE("text_encoder: the term-weight head is [mean ; c log(1 + sum of each p
     // A piece that no real token of the text holds is exactly 0.
     CHECK(out.to_vector()[D + 0] == 0.0);
     CHECK(out.to_vector()[(D + V) + D + 7] == 0.0);  // row 1's piece 7 sits in padding only
-}
-
-TEST_CASE("text_encoder: with word buckets each word's token weights add once more, into its word's bucket; "
-          "each term is scaled by its g") {
-    Generator generator(33);
-    ModelConfig config = text_encoder_config();  // vocab 20
-    config.dropout = 0;
-    config.term_weights = true;
-    config.word_buckets = 4;
-    config.piece_kinds = "xxcccx" + std::string(14, 's');  // <pad> <unk>, 2 3 4 continue a word, 5 is in none
-    auto built = make_model(config, generator, Dtype::Float64);
-    auto& model = dynamic_cast<TextEncoder&>(*built);
-    std::map<std::string, Var*> parameters;
-    for (auto& [name, parameter] : model.named_parameters()) parameters[name] = parameter;
-    const double c = 0.7;
-    parameters.at("term_log_weight")->set_value(Tensor::full({1}, std::log(c), Dtype::Float64));
-    for (Var* parameter : {&model.term_norm->weight, &model.term_norm->bias, &model.term_bias->weight,
-                           model.term_log_idf()})
-        parameter->set_value(generator.normal(parameter->shape(), Dtype::Float64));
-    model.term_weight->bias.set_value(Tensor::full({1}, 0.5, Dtype::Float64));
-    Values log_idf = model.term_log_idf()->value().to_vector();  // [V + H]: each piece's and bucket's log g
-    const int64_t B = 2, T = 6, D = 8, V = 20, H = 4;
-    // Row 0: the word 7 2 3, a 5 (no word), the word 7 2. Row 1: the word 9, the word 7 2 3
-    // again, then padding. A word reaches its bucket in both rows alike.
-    Tensor ids = Tensor::from_indices({7, 2, 3, 5, 7, 2, 9, 7, 2, 3, 0, 0}, {B, T});
-    Tensor mask = Tensor::from_indices({1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, {B, T});
-    std::vector<int64_t> positions{0, 1, 2, 3, 4, 5};
-    Var states = model.encoder.forward(model.token_embedding.forward(ids) +
-                                           model.position_embedding.forward(Tensor::from_indices(positions, {T})),
-                                       mask, nullptr);
-    Values z = model.term_weight->forward(model.term_norm->forward(states)).value().to_vector();  // [B, T, 1]
-    Values piece_bias = model.term_bias->weight.value().to_vector();
-    std::vector<int64_t> id_values = ids.to_indices(), mask_values = mask.to_indices();
-    Values out = model.encode(ids, mask, nullptr).value().to_vector();
-    REQUIRE(out.size() == static_cast<size_t>(B * (D + V + H)));
-    const std::vector<std::vector<std::vector<int64_t>>> words = {{{0, 1, 2}, {4, 5}}, {{0}, {1, 2, 3}}};  // token positions
-    for (int64_t b = 0; b < B; ++b) {
-        Values weight(T, 0.0), sums(V + H, 0.0);
-        for (int64_t t = 0; t < T; ++t) {
-            if (mask_values[b * T + t] == 0) continue;
-            weight[t] = std::log(1 + std::max(0.0, z[b * T + t] + piece_bias[id_values[b * T + t]]));
-            sums[id_values[b * T + t]] += weight[t];
-        }
-        for (const std::vector<int64_t>& word : words[b]) {
-            std::vector<int64_t> pieces;
-            double word_weight = 0;
-            for (int64_t t : word) pieces.push_back(id_values[b * T + t]), word_weight += weight[t];
-            sums[V + word_bucket(pieces, H)] += word_weight;
-        }
-        double norm = 0;
-        for (size_t v = 0; v < sums.size(); ++v) sums[v] = std::exp(log_idf[v]) * std::log(1 + sums[v]);
-        for (double value : sums) norm += value * value;
-        Values term_part(out.begin() + b * (D + V + H) + D, out.begin() + (b + 1) * (D + V + H)), expected;
-        for (double value : sums) expected.push_back(c * value / std::sqrt(norm) / std::sqrt(1 + c * c));
-        check_values(Tensor::from_vector(term_part, {V + H}, Dtype::Float64), expected, 1e-12, "word-bucket terms");
-    }
-    const int64_t shared = word_bucket({7, 2, 3}, H);
-    CHECK(out[D + V + shared] > 0);
-    CHECK(out[(D + V + H) + D + V + shared] > 0);
 }
 
 TEST_CASE("models: dropout in training replays exactly from the same generator offset") {

@@ -119,7 +119,7 @@ data::Tokenizer small_tokenizer(const data::RetrievalDataset& dataset, const Scr
 // files go to folder/name.
 double last_training_loss(const retrieval::RunConfig& config, const data::Tokenizer& tokenizer,
                           const data::RetrievalDataset& train, const ScratchFolder& folder, const std::string& name) {
-    std::unique_ptr<nn::EmbeddingModel> model = retrieval::make_text_encoder(config, tokenizer);
+    std::unique_ptr<nn::EmbeddingModel> model = retrieval::make_text_encoder(config, tokenizer.vocab_size());
     retrieval::RunFiles files((folder.path / name).string());
     retrieval::create_output_folder(files.output);
     return retrieval::train_text_encoder(*model, tokenizer, train, data::RetrievalDataset{}, config, files)

@@ -23,7 +23,6 @@
 #include "apps/retrieval/text_model.h"
 #include "data/korquad_reader.h"
 #include "nn/checkpoint.h"
-#include "nn/text_encoder.h"
 #include "tests/test_helpers.h"
 
 namespace fs = std::filesystem;
@@ -455,7 +454,7 @@ TEST_CASE("passage index: index.json or a chunks.jsonl line nested 100,000 deep 
     config.dim_feedforward = 16;
     config.num_layers = 1;
     config.max_query_length = config.max_passage_length = 8;
-    nn::save_model((folder / "model.safetensors").string(), *make_text_encoder(config, tokenizer));
+    nn::save_model((folder / "model.safetensors").string(), *make_text_encoder(config, tokenizer.vocab_size()));
     write("chunks.jsonl", R"({"passage_id": "p1", "group": "g1", "text": "the river opens early"})" "\n" + deep + "\n");
     CHECK_ERROR_MENTIONS(search_passage_index(index_dir, "a question", 3),
                          "--index " + index_dir + ": chunks.jsonl line 2: JSON nesting exceeds 64 levels at byte 64");
@@ -488,46 +487,6 @@ std::string numbered_words(int count, const std::string& prefix) {
 }
 
 }  // namespace
-
-TEST_CASE("term scales: a fresh model's g starts at each piece's and word's idf over the training passages") {
-    std::vector<std::string> passages;
-    for (const char* first : {"the river", "a quiet town", "the old bridge", "every market"})
-        for (const char* second : {"opens early", "sits by the hills", "was rebuilt", "draws visitors"})
-            passages.push_back(std::string(first) + " " + second);
-    passages.push_back("zebra");  // a word in one passage alone
-    data::TokenizerOptions options;
-    options.vocab_size = 60;
-    options.exact_vocab_size = false;
-    const fs::path folder = fs::temp_directory_path() / ("nce_test_term_scales_" + std::to_string(::getpid()));
-    data::Tokenizer tokenizer = data::Tokenizer::train(passages, options, folder.string());
-    fs::remove_all(folder);
-    RunConfig config;
-    config.d_model = 8;
-    config.nhead = 2;
-    config.dim_feedforward = 16;
-    config.num_layers = 1;
-    config.lexical_dim = kTermWeights;
-    config.word_buckets = 4096;  // far more than the words: no two share a bucket here
-    std::unique_ptr<nn::EmbeddingModel> model = make_text_encoder(config, tokenizer);
-    auto& encoder = dynamic_cast<nn::TextEncoder&>(*model);
-    REQUIRE(encoder.term_log_idf()->shape() == Shape{tokenizer.vocab_size() + 4096});
-    CHECK(encoder.term_log_idf()->value().to_vector() ==
-          std::vector<double>(static_cast<size_t>(tokenizer.vocab_size() + 4096), 0.0));
-    start_term_scales_at_idf(*model, tokenizer, passages);
-    std::vector<double> log_g = encoder.term_log_idf()->value().to_vector();
-    const double n = static_cast<double>(passages.size());
-    auto idf = [&](double df) { return std::log(1 + (n - df + 0.5) / (df + 0.5)); };
-    // The word "zebra" is in one passage alone, "the" in 10 of the 17 (8 begin with it, 2 more
-    // sit by the hills). A tiny vocabulary spells them in letters: the words' buckets are checked.
-    auto bucket_of = [&](const std::string& word) {
-        int64_t bucket = nn::word_buckets_of(tokenizer.encode_ids(word), encoder.config().piece_kinds, 4096).back();
-        REQUIRE(bucket >= 0);  // the word's last piece is in it (the first may be the bare word mark)
-        return static_cast<size_t>(tokenizer.vocab_size() + bucket);
-    };
-    CHECK(std::exp(log_g[bucket_of("zebra")]) == doctest::Approx(idf(1)));
-    CHECK(std::exp(log_g[bucket_of("the")]) == doctest::Approx(idf(10)));
-    CHECK(idf(1) > 3 * idf(10));  // the rare word counts for more
-}
 
 TEST_CASE("training windows: the positive is the window holding the answer; others by shared words") {
     std::string long_text = numbered_words(120, "river");  // many windows of 16 tokens
@@ -639,7 +598,7 @@ TEST_CASE("pretraining: imitating BM25 on the corpus alone lifts a fresh model's
         Tensor p = encode_texts(model, tokenizer, paragraphs, config.max_passage_length, 64);
         return eval::retrieval_metrics(passage_lists(dense_rankings(q, p, 10)), relevant_sets(dataset), {10}).at(10).mrr;
     };
-    std::unique_ptr<nn::EmbeddingModel> fresh = make_text_encoder(config, tokenizer);
+    std::unique_ptr<nn::EmbeddingModel> fresh = make_text_encoder(config, tokenizer.vocab_size());
     double before = mrr_of(*fresh);
     PretrainingReport report = pretrain_text_encoder(*fresh, tokenizer, dataset.passages,
                                                      LexicalTokens::WhitespaceAndBigrams, 8, config, "");

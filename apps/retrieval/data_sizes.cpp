@@ -1,10 +1,8 @@
 #include "apps/retrieval/data_sizes.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <sstream>
-#include <unordered_set>
 
 #include <fmt/core.h>
 
@@ -22,20 +20,6 @@ int64_t vocabulary_for(const std::vector<std::string>& texts) {
     return std::clamp(rounded, kSmallestVocabulary, kLargestVocabulary);
 }
 
-int64_t word_buckets_for(const std::vector<std::string>& texts) {
-    std::unordered_set<std::string> distinct;
-    for (const std::string& text : texts) {
-        std::istringstream stream(text);
-        for (std::string word; stream >> word;) {
-            for (char& c : word) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-            distinct.insert(word);
-        }
-    }
-    int64_t buckets = kSmallestWordBuckets;
-    while (buckets < 2 * static_cast<int64_t>(distinct.size()) && buckets < kLargestWordBuckets) buckets *= 2;
-    return buckets;
-}
-
 int64_t length_for(std::vector<int64_t> counts, double fraction, int64_t low, int64_t high) {
     NCE_CHECK(!counts.empty(), "length_for: no texts to size a length from");
     auto position = static_cast<size_t>(std::ceil(fraction * static_cast<double>(counts.size()))) - 1;
@@ -50,17 +34,6 @@ void size_vocabulary(RunConfig& config, const std::vector<std::string>& tokenize
     config.vocab_size = vocabulary_for(tokenizer_texts);
     fmt::print("sized to the data: vocabulary {} (6 x the square root of the training texts' words; --vocab-size "
                "sets it)\n", config.vocab_size);
-}
-
-void size_word_buckets(RunConfig& config, const std::vector<std::string>& tokenizer_texts) {
-    if (config.word_buckets != kSizedToData) return;
-    if (config.lexical_dim != kTermWeights && config.lexical_dim != kTermWeightsAndMaxPooled) {
-        config.word_buckets = 0;  // words are terms of the term-weight head alone
-        return;
-    }
-    config.word_buckets = word_buckets_for(tokenizer_texts);
-    fmt::print("sized to the data: {} word buckets (twice the training texts' distinct words, a power of two; "
-               "--word-buckets sets it)\n", config.word_buckets);
 }
 
 void size_lengths(RunConfig& config, const data::Tokenizer& tokenizer, const std::vector<std::string>& queries,

@@ -16,10 +16,6 @@
 //                       passage prompt's included), rounded up to a multiple of 8, within
 //                       [32, 128]: an app that reads passages in windows (chunked_passages)
 //                       reads the longer ones whole, window by window
-//   word_buckets        (term weights only) twice the number of distinct words (split at
-//                       whitespace, lower-cased) in the training texts, rounded up to a power
-//                       of two, within [kSmallestWordBuckets, kLargestWordBuckets]: about half the
-//                       buckets stay empty, so two words seldom share one
 //
 // A value the user gives (flag or --config) is kept. The sized values go into the run's
 // config.json, which eval and index read, so they see the sizes train used.
@@ -36,9 +32,6 @@ namespace nce::apps::retrieval {
 inline constexpr int64_t kSmallestVocabulary = 400;
 inline constexpr int64_t kLargestVocabulary = 8000;
 
-inline constexpr int64_t kSmallestWordBuckets = 1024;
-inline constexpr int64_t kLargestWordBuckets = 32768;
-
 // The vocabulary for tokenizer texts, by the rule above.
 int64_t vocabulary_for(const std::vector<std::string>& texts);
 
@@ -48,13 +41,6 @@ int64_t length_for(std::vector<int64_t> counts, double fraction, int64_t low, in
 
 // Fills config.vocab_size when it is kSizedToData; says what it chose.
 void size_vocabulary(RunConfig& config, const std::vector<std::string>& tokenizer_texts);
-
-// The word buckets for tokenizer texts, by the rule above.
-int64_t word_buckets_for(const std::vector<std::string>& texts);
-
-// Fills config.word_buckets when it is kSizedToData: 0 without the term-weight head, else by
-// the rule above; says what it chose.
-void size_word_buckets(RunConfig& config, const std::vector<std::string>& tokenizer_texts);
 
 // Fills config.max_query_length and max_passage_length where they are kSizedToData, from the
 // texts as the model reads them (after their prompts); says what it chose.

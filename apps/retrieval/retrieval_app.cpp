@@ -186,20 +186,19 @@ data::Tokenizer tokenizer_for(const std::string& checkpoint_path, const RunFiles
 
 // The model --init names, checked against the run's sizes: a checkpoint of another kind or
 // size is one line naming both and the flags to change.
-std::unique_ptr<nn::EmbeddingModel> load_init(const RunConfig& config, const data::Tokenizer& tokenizer) {
+std::unique_ptr<nn::EmbeddingModel> load_init(const RunConfig& config, int64_t vocab_size) {
     std::unique_ptr<nn::EmbeddingModel> model = load_text_encoder(config.init);  // names the file when it is no text_encoder
     const nn::ModelConfig& found = model->config();
-    nn::ModelConfig wanted = text_encoder_config(config, tokenizer);
+    nn::ModelConfig wanted = text_encoder_config(config, vocab_size);
     auto sizes = [](const nn::ModelConfig& c) {
-        return fmt::format("vocabulary {}, max_len {}, d_model {}, {} layers, {} heads, dim_feedforward {}, lexical_dim {}{}{}",
+        return fmt::format("vocabulary {}, max_len {}, d_model {}, {} layers, {} heads, dim_feedforward {}, lexical_dim {}{}",
                            c.vocab_size, c.max_len, c.d_model, c.num_layers, c.nhead, c.dim_feedforward, c.lexical_dim,
-                           c.term_weights ? " (term weights)" : "",
-                           c.word_buckets > 0 ? fmt::format(", {} word buckets", c.word_buckets) : "");
+                           c.term_weights ? " (term weights)" : "");
     };
-    NCE_CHECK(sizes(found) == sizes(wanted) && found.out_dim == wanted.out_dim && found.piece_kinds == wanted.piece_kinds,
+    NCE_CHECK(sizes(found) == sizes(wanted) && found.out_dim == wanted.out_dim,
               "--init {}: the checkpoint is a text_encoder of {}, but this run builds one of {}; pass the sizes it "
-              "was trained with (--d-model, --num-layers, --nhead, --dim-feedforward, --lexical-dim, --word-buckets, "
-              "--max-query-length, --max-passage-length) or another checkpoint", config.init, sizes(found), sizes(wanted));
+              "was trained with (--d-model, --num-layers, --nhead, --dim-feedforward, --lexical-dim, --max-query-length, "
+              "--max-passage-length) or another checkpoint", config.init, sizes(found), sizes(wanted));
     // The prompts are no part of the size: the run's own win, and are saved with its model.
     if (found.query_prompt != wanted.query_prompt || found.passage_prompt != wanted.passage_prompt)
         fmt::print("--init {}: the checkpoint reads queries after \"{}\" and passages after \"{}\"; this run trains and "
@@ -239,12 +238,8 @@ data::Tokenizer sized_run_tokenizer(RunConfig& config, const data::DatasetSplits
     std::vector<std::string> queries = query_texts_of(splits.train), passages = passage_texts_of(splits.train);
     std::vector<std::string> texts = queries;
     texts.insert(texts.end(), passages.begin(), passages.end());
-    if (config.init.empty()) {
-        size_vocabulary(config, texts);
-        size_word_buckets(config, texts);
-    }
-    data::Tokenizer tokenizer = run_tokenizer(config, texts, files);  // checks --init's file
-    if (config.word_buckets == kSizedToData) config.word_buckets = load_text_encoder(config.init)->config().word_buckets;
+    if (config.init.empty()) size_vocabulary(config, texts);
+    data::Tokenizer tokenizer = run_tokenizer(config, texts, files);
     if (config.vocab_size == kSizedToData) config.vocab_size = tokenizer.vocab_size();  // --init's tokenizer
     size_lengths(config, tokenizer, queries, passages);
     return tokenizer;
@@ -446,22 +441,16 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     print_tokenizer(tokenizer, config, files);
     std::fflush(stdout);
 
-    // A fresh model's term scales start at the training passages' idf (text_model.h).
-    const std::vector<std::string> idf_passages = passage_texts_of(splits.train);
-    std::unique_ptr<nn::EmbeddingModel> untrained = make_text_encoder(config, tokenizer);
-    start_term_scales_at_idf(*untrained, tokenizer, idf_passages);
-    untrained = to_run_device(std::move(untrained), config);
+    std::unique_ptr<nn::EmbeddingModel> untrained = to_run_device(make_text_encoder(config, tokenizer.vocab_size()), config);
     std::unique_ptr<nn::EmbeddingModel> model, pretrained;
     nlohmann::json facts = {{"split", split_sizes(splits)}, {"tokenizer_pieces", tokenizer.vocab_size()}};
     facts["prompts"] = prompts_fact(*untrained);
     if (!config.init.empty()) {
-        model = to_run_device(load_init(config, tokenizer), config);
+        model = to_run_device(load_init(config, tokenizer.vocab_size()), config);
         fmt::print("starting from {} (no corpus pretraining)\n", config.init);
         facts["init"] = config.init;
     } else {
-        model = make_text_encoder(config, tokenizer);
-        start_term_scales_at_idf(*model, tokenizer, idf_passages);
-        model = to_run_device(std::move(model), config);
+        model = to_run_device(make_text_encoder(config, tokenizer.vocab_size()), config);
         if (config.pretrain_steps != 0) {
             facts["pretraining"] = pretraining_facts(pretrain_and_save(app, config, files, tokenizer, dataset, *model));
             pretrained = to_run_device(load_text_encoder(files.pretrained), config);
@@ -526,12 +515,8 @@ RunOutcome run_pretrain(const RetrievalApp& app, const RunConfig& given_config) 
     data::Tokenizer tokenizer = sized_run_tokenizer(config, splits, files);
     write_run_config(files.config, config);
     print_tokenizer(tokenizer, config, files);
-    std::unique_ptr<nn::EmbeddingModel> untrained = make_text_encoder(config, tokenizer);
-    start_term_scales_at_idf(*untrained, tokenizer, passage_texts_of(splits.train));  // text_model.h
-    untrained = to_run_device(std::move(untrained), config);
-    std::unique_ptr<nn::EmbeddingModel> model = make_text_encoder(config, tokenizer);
-    start_term_scales_at_idf(*model, tokenizer, passage_texts_of(splits.train));
-    model = to_run_device(std::move(model), config);
+    std::unique_ptr<nn::EmbeddingModel> untrained = to_run_device(make_text_encoder(config, tokenizer.vocab_size()), config);
+    std::unique_ptr<nn::EmbeddingModel> model = to_run_device(make_text_encoder(config, tokenizer.vocab_size()), config);
     nlohmann::json facts = {{"split", split_sizes(splits)}, {"tokenizer_pieces", tokenizer.vocab_size()}};
     facts["pretraining"] = pretraining_facts(pretrain_and_save(app, config, files, tokenizer, dataset, *model));
     facts["prompts"] = prompts_fact(*model);
@@ -569,9 +554,7 @@ RunOutcome run_eval(const RetrievalApp& app, const RunConfig& config, const std:
     data::DatasetSplits splits = split_for_app(app, dataset, fitted);
     create_output_folder(config.output);
     Generator generator(config.seed);
-    std::unique_ptr<nn::EmbeddingModel> untrained = nn::make_model(model->config(), generator);
-    start_term_scales_at_idf(*untrained, tokenizer, passage_texts_of(splits.train));  // as train made it
-    untrained = to_run_device(std::move(untrained), config);
+    std::unique_ptr<nn::EmbeddingModel> untrained = to_run_device(nn::make_model(model->config(), generator), config);
     // The run's pretrained model, when the checkpoint's folder holds one, gets its row as in train.
     fs::path pretrained_path = fs::path(checkpoint).parent_path() / "pretrained.safetensors";
     std::unique_ptr<nn::EmbeddingModel> pretrained;

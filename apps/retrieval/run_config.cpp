@@ -44,8 +44,6 @@ const std::vector<std::pair<std::string, std::string>>& field_help() {
         {"lexical_dim", "the model's lexical head beside the mean-pooled vector: -2 term weights (one number per "
                         "vocabulary piece, written by the text's own tokens), -1 a max-pooled vector of 6 x d_model, "
                         "-3 both, N > 0 a max-pooled vector of N, 0 none"},
-        {"word_buckets", "with term weights (--lexical-dim -2 or -3): whole words as terms beside the pieces, hashed "
-                         "into this many buckets (0: the pieces alone; -1: sized to the data)"},
         {"max_query_length", "query tokens kept, the query prompt's included (longer queries are truncated and counted; "
                              "-1: sized to the data)"},
         {"max_passage_length", "passage tokens kept, the passage prompt's included (longer passages are truncated and "
@@ -156,7 +154,6 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
     c.dim_feedforward = json.at("dim_feedforward").get<int64_t>();
     c.dropout = json.at("dropout").get<double>();
     c.lexical_dim = json.at("lexical_dim").get<int64_t>();
-    c.word_buckets = json.value("word_buckets", int64_t{0});  // a run's config.json from before word terms has none
     c.max_query_length = json.at("max_query_length").get<int64_t>();
     c.max_passage_length = json.at("max_passage_length").get<int64_t>();
     c.query_prompt = json.at("query_prompt").get<std::string>();
@@ -218,7 +215,6 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
         {"dim_feedforward", c.dim_feedforward},
         {"dropout", c.dropout},
         {"lexical_dim", c.lexical_dim},
-        {"word_buckets", c.word_buckets},
         {"max_query_length", c.max_query_length},
         {"max_passage_length", c.max_passage_length},
         {"query_prompt", c.query_prompt},
@@ -305,10 +301,6 @@ void validate_run_config(const RunConfig& c) {
     positive(c.nhead, "nhead");
     NCE_CHECK(c.d_model % c.nhead == 0, "config: d_model ({}) must be a multiple of nhead ({})", c.d_model, c.nhead);
     positive(c.dim_feedforward, "dim_feedforward");
-    NCE_CHECK((c.word_buckets >= 0 && c.word_buckets <= nn::ModelConfig::kMostWordBuckets) ||
-                  c.word_buckets == kSizedToData,
-              "config: word_buckets must be in [0, {}], or -1 (sized to the data), got {} (flag --word-buckets)",
-              nn::ModelConfig::kMostWordBuckets, c.word_buckets);
     NCE_CHECK(c.dropout >= 0 && c.dropout < 1, "config: dropout must be in [0, 1), got {} (flag --dropout)", c.dropout);
     NCE_CHECK(c.lexical_dim >= -3 && lexical_width(c) <= nn::kMaxModelWidth, "config: lexical_dim must be -3 (term "
               "weights and 6 x d_model max-pooled), -2 (term weights), -1 (6 x d_model), 0 (no lexical head) or a width "

@@ -57,9 +57,6 @@ struct RunConfig {
     // default): the term-weight head instead, one number per vocabulary piece; -3
     // (kTermWeightsAndMaxPooled): both heads.
     int64_t lexical_dim = 0;
-    // With the term-weight head: whole words as terms beside the pieces, hashed into this many
-    // buckets (nn/text_encoder.h); 0: the pieces alone; -1: sized to the data (data_sizes.h).
-    int64_t word_buckets = 0;
     int64_t max_query_length = 32;     // tokens; longer queries are truncated (and counted)
     int64_t max_passage_length = 128;  // tokens; the model's max_len is the larger of the two
     // Text written before every query / passage the model reads (e.g. "query: "), before

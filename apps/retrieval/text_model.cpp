@@ -5,12 +5,10 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
-#include <set>
 
 #include "apps/retrieval/run_device.h"
 #include "engine/error.h"
 #include "nn/checkpoint.h"
-#include "nn/text_encoder.h"
 
 namespace nce::apps::retrieval {
 
@@ -29,12 +27,10 @@ data::Tokenizer train_run_tokenizer(const std::vector<std::string>& texts, const
     }
 }
 
-nn::ModelConfig text_encoder_config(const RunConfig& config, const data::Tokenizer& tokenizer) {
-    NCE_CHECK(config.word_buckets != kSizedToData,
-              "text_encoder_config: word_buckets is still -1; size it to the data first (size_word_buckets)");
+nn::ModelConfig text_encoder_config(const RunConfig& config, int64_t vocab_size) {
     nn::ModelConfig model;
     model.kind = "text_encoder";
-    model.vocab_size = tokenizer.vocab_size();
+    model.vocab_size = vocab_size;
     model.max_len = std::max(config.max_query_length, config.max_passage_length);
     model.d_model = config.d_model;
     model.nhead = config.nhead;
@@ -46,10 +42,6 @@ nn::ModelConfig text_encoder_config(const RunConfig& config, const data::Tokeniz
     model.out_dim = 0;
     model.lexical_dim = lexical_width(config);
     model.term_weights = config.lexical_dim == kTermWeights || config.lexical_dim == kTermWeightsAndMaxPooled;
-    if (model.term_weights && config.word_buckets > 0) {
-        model.word_buckets = config.word_buckets;
-        model.piece_kinds = tokenizer.piece_kinds();
-    }
     model.query_prompt = config.query_prompt;
     model.passage_prompt = config.passage_prompt;
     return nn::validate_config(model);
@@ -83,30 +75,9 @@ std::unique_ptr<nn::EmbeddingModel> with_model_prompts(std::unique_ptr<nn::Embed
     return prompted;
 }
 
-void start_term_scales_at_idf(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer,
-                              const std::vector<std::string>& passages) {
-    auto* encoder = dynamic_cast<nn::TextEncoder*>(&model);
-    if (!encoder || !encoder->term_log_idf() || passages.empty()) return;
-    const nn::ModelConfig& c = model.config();
-    std::vector<double> document_frequency(static_cast<size_t>(c.vocab_size + c.word_buckets), 0.0);
-    for (const std::string& passage : passages) {
-        std::vector<int64_t> ids = tokenizer.encode_ids(passage);
-        std::set<int64_t> terms(ids.begin(), ids.end());
-        if (c.word_buckets > 0)
-            for (int64_t bucket : nn::word_buckets_of(ids, c.piece_kinds, c.word_buckets))
-                if (bucket >= 0) terms.insert(c.vocab_size + bucket);
-        for (int64_t term : terms) document_frequency[static_cast<size_t>(term)] += 1;
-    }
-    const double n = static_cast<double>(passages.size());
-    std::vector<double> log_idf;
-    for (double df : document_frequency) log_idf.push_back(std::log(std::log(1 + (n - df + 0.5) / (df + 0.5))));
-    Var* scales = encoder->term_log_idf();
-    scales->set_value(Tensor::from_vector(log_idf, scales->shape(), scales->dtype()).to(scales->value().device()));
-}
-
-std::unique_ptr<nn::EmbeddingModel> make_text_encoder(const RunConfig& config, const data::Tokenizer& tokenizer) {
+std::unique_ptr<nn::EmbeddingModel> make_text_encoder(const RunConfig& config, int64_t vocab_size) {
     Generator generator(config.seed);
-    return nn::make_model(text_encoder_config(config, tokenizer), generator);
+    return nn::make_model(text_encoder_config(config, vocab_size), generator);
 }
 
 std::unique_ptr<nn::EmbeddingModel> load_text_encoder(const std::string& checkpoint_path) {

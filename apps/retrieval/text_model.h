@@ -29,9 +29,7 @@ data::Tokenizer train_run_tokenizer(const std::vector<std::string>& texts, const
 // The text_encoder configuration of a run: config's sizes, max_len = the larger of the two
 // maximum lengths, no output projection, a lexical head of config.lexical_dim (0: none),
 // fixed temperature (the loss holds tau), and the run's query and passage prompts.
-// With config.word_buckets > 0 (and term weights) the model reads words too, as runs of the
-// tokenizer's pieces (its piece_kinds).
-nn::ModelConfig text_encoder_config(const RunConfig& config, const data::Tokenizer& tokenizer);
+nn::ModelConfig text_encoder_config(const RunConfig& config, int64_t vocab_size);
 
 // Prompts. A model reads every query as model.config().query_prompt + query and every
 // passage as passage_prompt + passage, in training, evaluation, index and search alike; the
@@ -51,15 +49,7 @@ std::unique_ptr<nn::EmbeddingModel> with_model_prompts(std::unique_ptr<nn::Embed
                                                        const std::string& passage_prompt);
 
 // A freshly initialised text_encoder; the same config and seed give the same weights.
-std::unique_ptr<nn::EmbeddingModel> make_text_encoder(const RunConfig& config, const data::Tokenizer& tokenizer);
-
-// Starts a term-weight model's piece and word scales g at the idf of `passages` (the training
-// split's): g_v = ln(1 + (N - df_v + 0.5) / (df_v + 0.5)), N passages, df_v of them holding
-// piece v (or a word of bucket v). So x_v = g_v log(1 + sum of w) starts as BM25's and
-// tf-idf's weighting, idf times a saturating term frequency, and training moves it from
-// there. A model without term weights is left as it is.
-void start_term_scales_at_idf(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer,
-                              const std::vector<std::string>& passages);
+std::unique_ptr<nn::EmbeddingModel> make_text_encoder(const RunConfig& config, int64_t vocab_size);
 
 // Loads a model checkpoint that must hold a text_encoder: a missing file, a file that is not
 // a checkpoint, or a checkpoint of another model kind (a sig_predictor) is one error line

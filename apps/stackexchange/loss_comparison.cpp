@@ -91,7 +91,6 @@ ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const 
     std::vector<std::string> tokenizer_texts = train_queries;
     tokenizer_texts.insert(tokenizer_texts.end(), train_passages.begin(), train_passages.end());
     retrieval::size_vocabulary(config, tokenizer_texts);  // where left at -1 (retrieval/data_sizes.h)
-    retrieval::size_word_buckets(config, tokenizer_texts);
     data::Tokenizer tokenizer = retrieval::train_run_tokenizer(tokenizer_texts, config, compare_dir);
     retrieval::size_lengths(config, tokenizer, train_queries, train_passages);
     retrieval::write_run_config((fs::path(compare_dir) / "config.json").string(), config);
@@ -120,8 +119,7 @@ ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const 
     // 3. The untrained model and BM25.
     retrieval::TruncationCount test_queries, test_passages;
     {
-        auto untrained = retrieval::make_text_encoder(config, tokenizer);
-        retrieval::start_term_scales_at_idf(*untrained, tokenizer, train_passages);  // retrieval/text_model.h
+        auto untrained = retrieval::make_text_encoder(config, tokenizer.vocab_size());
         SplitEmbeddings test = embed_split(*untrained, tokenizer, splits.test, config, &test_queries, &test_passages);
         add_rows(tables, "untrained model", dense_score_matrix(test.queries, test.passages), views);
     }
@@ -132,8 +130,7 @@ ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const 
     bool pretrained = config.pretrain_steps != 0;
     nlohmann::json pretraining_facts;
     if (pretrained) {
-        auto model = retrieval::make_text_encoder(config, tokenizer);
-        retrieval::start_term_scales_at_idf(*model, tokenizer, train_passages);
+        auto model = retrieval::make_text_encoder(config, tokenizer.vocab_size());
         fmt::print("pretraining on the corpus ({} answers): imitating BM25 on pseudo-queries\n", dataset.passages.size());
         std::fflush(stdout);
         retrieval::PretrainingReport report = retrieval::pretrain_text_encoder(
@@ -164,8 +161,7 @@ ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const 
         retrieval::create_output_folder(files.output);
         fmt::print("\n[{}] training {} steps\n", loss, loss_config.max_steps);
         auto model = pretrained ? retrieval::load_text_encoder(pretrained_path)
-                                : retrieval::make_text_encoder(loss_config, tokenizer);
-        if (!pretrained) retrieval::start_term_scales_at_idf(*model, tokenizer, train_passages);
+                                : retrieval::make_text_encoder(loss_config, tokenizer.vocab_size());
         // Each loss keeps its best trained parameters, never the shared start: the start has
         // its own row (the pretrained model), and a loss that only loses to it shows it.
         retrieval::TrainingReport report = retrieval::train_text_encoder(
