@@ -77,6 +77,15 @@ if [[ "$(rows "$scratch/train_results.json")" == "$(rows "$scratch/run/results.j
 else
     fail "eval gave another table than train"
 fi
+# From another folder, --checkpoint names the model: the run's config.json beside it gives the
+# seed, split and lengths (once the lengths went unread, -1, and eval stopped on them).
+run korquad eval --output "$scratch/elsewhere" --checkpoint "$scratch/run/model.safetensors"
+expect_exit_zero "korquad eval --checkpoint from another folder"
+if [[ "$(rows "$scratch/train_results.json")" == "$(rows "$scratch/elsewhere/results.json")" ]]; then
+    pass "eval from another folder repeats train's table"
+else
+    fail "eval from another folder gave another table than train"
+fi
 run korquad index --output "$scratch/run" --index "$scratch/index"
 expect_exit_zero "korquad index"
 for file in index.faiss chunks.jsonl model.safetensors tokenizer.model index.json; do

@@ -168,11 +168,14 @@ private:
     bool kept_ = false;
 };
 
-// A config whose maximum lengths fit the model's positions (eval of a model trained with others).
+// A config whose maximum lengths fit the model's positions (eval of a model trained with others);
+// a length still sized to the data (no run config.json was found) becomes the model's max_len.
 RunConfig fitted_to(const RunConfig& config, const nn::EmbeddingModel& model) {
     RunConfig fitted = config;
-    fitted.max_query_length = std::min(config.max_query_length, model.config().max_len);
-    fitted.max_passage_length = std::min(config.max_passage_length, model.config().max_len);
+    const int64_t most = model.config().max_len;
+    auto fit = [most](int64_t length) { return length == kSizedToData ? most : std::min(length, most); };
+    fitted.max_query_length = fit(config.max_query_length);
+    fitted.max_passage_length = fit(config.max_passage_length);
     return fitted;
 }
 
@@ -611,13 +614,13 @@ CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, i
     // RunConfig's flags and the app's own on `where`; the function returned resolves them:
     // `over_run` takes the run's config.json under the flags (eval, index), `trains` as in
     // RetrievalApp::add_own_options.
-    using Resolver = std::function<RunConfig(bool over_run, bool trains)>;
+    using Resolver = std::function<RunConfig(bool over_run, bool trains, const std::string& checkpoint)>;
     auto add_options = [&app](CLI::App& where) -> Resolver {
         auto options = std::make_shared<RunConfigOptions>();
         options->add_to(where, app.defaults);
         RetrievalApp::OwnOptions own = app.add_own_options ? app.add_own_options(where) : nullptr;
-        return [options, own](bool over_run, bool trains) {
-            RunConfig config = over_run ? options->resolve_over_run() : options->resolve();
+        return [options, own](bool over_run, bool trains, const std::string& checkpoint) {
+            RunConfig config = over_run ? options->resolve_over_run(checkpoint) : options->resolve();
             require_run_device(config);  // before the app's own flags are read (nce train's --train files)
             apply_gemm_precision(config.gemm_precision, Device::CPU);
             if (own) {
@@ -634,7 +637,7 @@ CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, i
         CLI::App* train = command->add_subcommand("train", "train on the data, evaluate against BM25, write the run's files");
         Resolver train_options = add_options(*train);
         train->callback([app, train_options, &exit_code] {
-            run_train(app, train_options(false, true));
+            run_train(app, train_options(false, true, {}));
             exit_code = 0;
         });
     }
@@ -643,7 +646,7 @@ CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, i
         "pretrain", "pretrain on the corpus alone (imitating BM25), evaluate, write pretrained.safetensors for --init");
     Resolver pretrain_options = add_options(*pretrain);
     pretrain->callback([app, pretrain_options, &exit_code] {
-        run_pretrain(app, pretrain_options(false, true));
+        run_pretrain(app, pretrain_options(false, true, {}));
         exit_code = 0;
     });
 
@@ -652,7 +655,7 @@ CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, i
     auto eval_checkpoint = std::make_shared<std::string>();
     evaluate->add_option("--checkpoint", *eval_checkpoint, "model checkpoint (default: <output>/model.safetensors)");
     evaluate->callback([app, evaluate, eval_options, eval_checkpoint, &exit_code] {
-        RunConfig config = eval_options(true, false);
+        RunConfig config = eval_options(true, false, *eval_checkpoint);
         run_eval(app, config, *eval_checkpoint, prompts_given(*evaluate, config));
         exit_code = 0;
     });
@@ -666,7 +669,7 @@ CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, i
     hide_prompt_flags(*index);
     index->callback([app, index, index_options, index_checkpoint, index_folder, &exit_code] {
         refuse_prompt_flags(*index, "index", "the checkpoint's config");
-        RunConfig config = index_options(true, false);
+        RunConfig config = index_options(true, false, *index_checkpoint);
         RunFiles files(config.output);
         std::string checkpoint = index_checkpoint->empty() ? files.model : *index_checkpoint;
         std::unique_ptr<nn::EmbeddingModel> model = to_run_device(load_text_encoder(checkpoint), config);
@@ -701,7 +704,7 @@ CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, i
 
     command->callback([app, command, direct, &exit_code] {
         if (!command->get_subcommands().empty()) return;  // a subcommand ran
-        run_train(app, direct(false, true));
+        run_train(app, direct(false, true, {}));
         exit_code = 0;
     });
     return command;

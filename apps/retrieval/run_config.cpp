@@ -409,9 +409,11 @@ bool RunConfigOptions::chosen(const std::string& field) const {
     return given(field) || (!config_path_.empty() && read_config_file(config_path_, "--config").contains(field));
 }
 
-RunConfig RunConfigOptions::resolve_over_run() const {
+RunConfig RunConfigOptions::resolve_over_run(const std::string& checkpoint) const {
     RunConfig first = resolve();  // where the output folder is
     std::string run_config = RunFiles(first.output).config;
+    if (!fs::is_regular_file(run_config) && !checkpoint.empty())
+        run_config = (fs::path(checkpoint).parent_path() / "config.json").string();
     if (!fs::is_regular_file(run_config)) return first;
     RunConfig base = defaults_;
     apply_run_config_json(base, read_config_file(run_config, "run config"), run_config);

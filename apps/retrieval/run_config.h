@@ -151,10 +151,12 @@ public:
     // missing or malformed config file (naming it) or a bad value (naming the flag).
     RunConfig resolve() const;
     // For commands that work on a finished run (eval, index): like resolve(), but the run's
-    // own <output>/config.json, when there is one, comes between the defaults and --config,
-    // so they take the seed, split, data and lengths that train used:
-    //   defaults <- <output>/config.json <- --config file <- flags
-    RunConfig resolve_over_run() const;
+    // own config.json comes between the defaults and --config, so they take the seed, split,
+    // data and lengths that train used:
+    //   defaults <- the run's config.json <- --config file <- flags
+    // The run's config.json is <output>/config.json, or, when there is none and `checkpoint`
+    // is given, the one beside the checkpoint (a model evaluated from another run's folder).
+    RunConfig resolve_over_run(const std::string& checkpoint = {}) const;
     // Whether the flag for `field` ("data", "seed", ...) was given on the command line.
     bool given(const std::string& field) const;
     // Whether the user chose `field`: its flag, or its key in the --config file.
