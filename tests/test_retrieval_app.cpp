@@ -376,6 +376,19 @@ TEST_CASE("run config: file keys and flags override defaults; unknown keys and b
     CHECK(resolved.loss_parameters.at("tau") == "0.2");
     CHECK(options.given("seed"));
     CHECK_FALSE(options.given("batch_size"));
+
+    // A warmup left unset follows a short step budget (a tenth of it); a warmup set stays.
+    CLI::App short_run;
+    RunConfigOptions short_options;
+    short_options.add_to(short_run, defaults);  // warmup_steps 30
+    short_run.parse(std::vector<std::string>{"20", "--max-steps"});
+    CHECK(short_options.resolve().warmup_steps == 2);
+    CLI::App long_run;
+    RunConfigOptions long_options;
+    long_options.add_to(long_run, defaults);
+    long_run.parse(std::vector<std::string>{"1000", "--max-steps"});
+    CHECK(long_options.resolve().warmup_steps == 30);  // the default, below a tenth
+    CHECK(resolved.warmup_steps == 2);  // set above: kept
 }
 
 TEST_CASE("korquad generator: the same seed gives the same file, which the KorQuAD reader accepts") {

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -68,7 +69,7 @@ const std::vector<std::pair<std::string, std::string>>& field_help() {
         {"learning_rate", "AdamW learning rate"},
         {"weight_decay", "AdamW weight decay"},
         {"schedule", "learning-rate schedule: constant, linear, cosine"},
-        {"warmup_steps", "steps of linear warmup"},
+        {"warmup_steps", "steps of linear warmup (when not set: the app's, or a tenth of --max-steps if that is less)"},
         {"max_grad_norm", "clip the gradient norm to this (0: no clipping)"},
         {"evaluate_every", "steps between validation evaluations (0: none)"},
         {"patience", "evaluations without improvement before stopping (0: never)"},
@@ -443,6 +444,8 @@ RunConfig RunConfigOptions::resolve_from(RunConfig config) const {
     if (no_pretrain_) config.pretrain_steps = 0;
     if (checkpoint_activations_) config.checkpoint_activations = true;
     if (lenient_) config.app["lenient"] = true;
+    // A warmup the user did not set follows a shorter step budget: at most a tenth of it.
+    if (!chosen("warmup_steps")) config.warmup_steps = std::min(config.warmup_steps, config.max_steps / 10);
     validate_run_config(config);
     if (config.gemm_precision.empty()) config.gemm_precision = gemm_precision_name(gemm_precision());
     return config;
