@@ -155,8 +155,8 @@ public:
     // data and lengths that train used:
     //   defaults <- the run's config.json <- --config file <- flags
     // The run's config.json is <output>/config.json, or, when there is none and `checkpoint`
-    // is given, the one beside the checkpoint (a model evaluated from another run's folder).
-    RunConfig resolve_over_run(const std::string& checkpoint = {}) const;
+    // is not empty, the one beside the checkpoint (a model evaluated from another run's folder).
+    RunConfig resolve_over_run(const std::string& checkpoint) const;
     // Whether the flag for `field` ("data", "seed", ...) was given on the command line.
     bool given(const std::string& field) const;
     // Whether the user chose `field`: its flag, or its key in the --config file.
