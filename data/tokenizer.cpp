@@ -11,6 +11,7 @@
 #include <fstream>
 #include <unordered_map>
 
+#include "data/identifier_words.h"
 #include "data/tokenizer_model_check.h"
 #include "engine/threads.h"
 
@@ -20,6 +21,8 @@ namespace {
 namespace fs = std::filesystem;
 
 const char* const kModelFileName = "tokenizer.model";
+// The control piece that marks a model trained on identifier words (tokenizer.h).
+const char* const kIdentifierWordsPiece = "<identifier-words>";
 
 // Far above a real model (a 32,000-piece vocabulary with its normalization rules is about 1 MB),
 // so that a hostile file cannot make load allocate without bound.
@@ -124,7 +127,10 @@ const char* tokenizer_model_type_name(TokenizerModelType type) {
 }
 
 Tokenizer::Tokenizer(std::shared_ptr<sentencepiece::SentencePieceProcessor> processor, std::string model_path)
-    : processor_(std::move(processor)), model_path_(std::move(model_path)) {}
+    : processor_(std::move(processor)), model_path_(std::move(model_path)) {
+    const int marker = processor_->PieceToId(kIdentifierWordsPiece);
+    identifier_words_ = marker != processor_->unk_id() && processor_->IsControl(marker);
+}
 
 Tokenizer Tokenizer::train(const std::vector<std::string>& texts, const TokenizerOptions& options,
                            const std::string& directory) {
@@ -133,7 +139,10 @@ Tokenizer Tokenizer::train(const std::vector<std::string>& texts, const Tokenize
               options.vocab_size);
     NCE_CHECK(options.character_coverage >= 0.98 && options.character_coverage <= 1.0,
               "tokenizer train: character_coverage must be in [0.98, 1], got {}", options.character_coverage);
-    std::vector<std::string> lines = training_lines(texts);
+    std::vector<std::string> rewritten;
+    if (options.identifier_words)
+        for (const std::string& text : texts) rewritten.push_back(identifier_words(text).text);
+    std::vector<std::string> lines = training_lines(options.identifier_words ? rewritten : texts);
     NCE_CHECK(!lines.empty(), "tokenizer train: no text to learn from ({} texts, all empty); pass the corpus's texts",
               texts.size());
 
@@ -148,6 +157,7 @@ Tokenizer Tokenizer::train(const std::vector<std::string>& texts, const Tokenize
         {"num_threads", std::to_string(std::clamp(num_threads(), 1, 16))},
         {"minloglevel", "2"},  // errors only: SentencePiece reports them to us as a Status too
     };
+    if (options.identifier_words) arguments["control_symbols"] = kIdentifierWordsPiece;
     if (!options.exact_vocab_size && options.model_type == TokenizerModelType::Unigram)
         arguments["hard_vocab_limit"] = "false";
     if (options.seed) sentencepiece::SetRandomGeneratorSeed(*options.seed);
@@ -190,19 +200,37 @@ Tokenizer Tokenizer::load(const std::string& path) {
 
 std::vector<int64_t> Tokenizer::encode_ids(const std::string& text) const {
     std::vector<int> pieces;
-    sentencepiece::util::Status status = processor_->Encode(text, &pieces);
+    sentencepiece::util::Status status =
+        processor_->Encode(identifier_words_ ? identifier_words(text).text : text, &pieces);
     NCE_CHECK(status.ok(), "tokenizer encode: sentencepiece failed on a text of {} bytes: {}", text.size(),
               readable(status, "encoding failed"));
     return std::vector<int64_t>(pieces.begin(), pieces.end());
 }
 
 Tokenizer::PiecesWithOffsets Tokenizer::encode_with_offsets(const std::string& text) const {
-    sentencepiece::ImmutableSentencePieceText encoded = processor_->EncodeAsImmutableProto(text);
+    if (!identifier_words_) {
+        sentencepiece::ImmutableSentencePieceText encoded = processor_->EncodeAsImmutableProto(text);
+        PiecesWithOffsets result;
+        for (const auto& piece : encoded.pieces()) {
+            result.ids.push_back(piece.id());
+            result.begin.push_back(piece.begin());
+            result.end.push_back(piece.end());
+        }
+        return result;
+    }
+    // Offsets into the rewritten text, mapped back through each byte's source: a piece of
+    // rewritten bytes [b, e) covers original bytes [source[b], source[e - 1] + 1).
+    IdentifierWords words = identifier_words(text);
+    sentencepiece::ImmutableSentencePieceText encoded = processor_->EncodeAsImmutableProto(words.text);
     PiecesWithOffsets result;
+    auto original = [&](size_t rewritten) {
+        return rewritten < words.source.size() ? words.source[rewritten] : static_cast<int64_t>(text.size());
+    };
     for (const auto& piece : encoded.pieces()) {
+        const int64_t begin = original(piece.begin());
         result.ids.push_back(piece.id());
-        result.begin.push_back(piece.begin());
-        result.end.push_back(piece.end());
+        result.begin.push_back(begin);
+        result.end.push_back(piece.end() > piece.begin() ? original(piece.end() - 1) + 1 : begin);
     }
     return result;
 }

@@ -46,6 +46,12 @@ struct TokenizerOptions {
     // false: vocab_size is an upper bound (SentencePiece's hard_vocab_limit=false, unigram
     // only): texts too small to fill it give fewer pieces instead of an error.
     bool exact_vocab_size = true;
+    // Read source code's names as words (data/identifier_words.h): "getLineNumber" and
+    // "line_number" are split and lower-cased before SentencePiece sees them, in training and
+    // in every encode. The trained model carries the choice (a control piece,
+    // <identifier-words>, which no text encodes to), so a loaded tokenizer reads texts as it
+    // was trained to; decode() gives the rewritten text back.
+    bool identifier_words = false;
 };
 
 struct EncodedBatch {
@@ -84,6 +90,8 @@ public:
     // which is harmless because the mask marks those positions.
     int64_t pad_id() const;
     int64_t unknown_id() const;
+    // Whether texts are rewritten as identifier words first (TokenizerOptions::identifier_words).
+    bool reads_identifier_words() const { return identifier_words_; }
     // Where the model was loaded from or saved to.
     const std::string& model_path() const { return model_path_; }
 
@@ -92,6 +100,7 @@ private:
 
     std::shared_ptr<sentencepiece::SentencePieceProcessor> processor_;
     std::string model_path_;
+    bool identifier_words_ = false;
 };
 
 }  // namespace nce::data

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "data/batching.h"
+#include "data/identifier_words.h"
 #include "data/no_duplicates_sampler.h"
 #include "data/tokenizer.h"
 #include "tests/test_helpers.h"
@@ -188,6 +189,90 @@ TEST_CASE("tokenizer: encode_with_offsets gives encode_ids' pieces, each at the 
                 CHECK(decoded.find(covered) != std::string::npos);
         }
     }
+}
+
+TEST_CASE("identifier words: names split into lower-case words, each byte traced to the byte it came from") {
+    CHECK(identifier_words("getLineNumber(self)").text == "get line number(self)");
+    CHECK(identifier_words("line_number").text == "line _ number");
+    CHECK(identifier_words("HTTPServer").text == "http server");
+    CHECK(identifier_words("utf8Decode").text == "utf8 decode");
+    CHECK(identifier_words("os.path.join(a, b)").text == "os.path.join(a, b)");
+    CHECK(identifier_words("Return the value.").text == "return the value.");
+    CHECK(identifier_words("학교 ABC").text == "학교 abc");
+    CHECK(identifier_words("").text.empty());
+    IdentifierWords words = identifier_words("aB_c");  // "a b _ c"
+    CHECK(words.text == "a b _ c");
+    CHECK(words.source == std::vector<int64_t>{0, 1, 1, 2, 2, 2, 3});
+    // Twice reads as once, up to runs of spaces (SentencePiece reads a run as one).
+    auto squeezed = [](std::string text) {
+        text.erase(std::unique(text.begin(), text.end(), [](char a, char b) { return a == ' ' && b == ' '; }), text.end());
+        return text;
+    };
+    for (const std::string text : {"getHTTPResponse_code", "__init__", "x = self._cache[keyName]"})
+        CHECK(squeezed(identifier_words(identifier_words(text).text).text) == squeezed(identifier_words(text).text));
+}
+
+// Lines of made-up code: a docstring's words, then the same words as a snake_case and a
+// camelCase name ("the kabo lemi" / "kabo_lemi = kaboLemi()").
+std::vector<std::string> generated_code_lines(int64_t count) {
+    Generator generator(31);
+    const std::vector<std::string> words = made_up_words(false, generator);
+    std::vector<std::string> lines;
+    for (int64_t l = 0; l < count; ++l) {
+        const std::string& first = words[generator.next_index(static_cast<int64_t>(words.size()))];
+        std::string second = words[generator.next_index(static_cast<int64_t>(words.size()))];
+        std::string capitalised = second;
+        capitalised[0] = static_cast<char>(capitalised[0] - 'a' + 'A');
+        lines.push_back(fmt::format("\"\"\"Return the {} {}.\"\"\"\n{}_{} = {}{}()", first, second, first, second, first,
+                                    capitalised));
+    }
+    return lines;
+}
+
+TEST_CASE("tokenizer: identifier_words gives a docstring's words and the code's names the same pieces, kept by save and load") {
+    const std::vector<std::string> lines = generated_code_lines(2000);
+    TemporaryDirectory plain_directory("tokenizer_plain_code"), words_directory("tokenizer_identifier_words");
+    TokenizerOptions options = small_vocabulary(TokenizerModelType::Unigram);
+    Tokenizer plain = Tokenizer::train(lines, options, plain_directory.path.string());
+    options.identifier_words = true;
+    Tokenizer trained = Tokenizer::train(lines, options, words_directory.path.string());
+    Tokenizer loaded = Tokenizer::load(words_directory.path.string());
+    CHECK_FALSE(plain.reads_identifier_words());
+    CHECK(trained.reads_identifier_words());
+    CHECK(loaded.reads_identifier_words());
+    CHECK(trained.vocab_size() == 300);
+
+    const std::vector<int64_t> underscore = loaded.encode_ids("_");  // "_" reads as a word of its own
+    int64_t plain_camel_matches = 0;
+    for (const std::string& line : generated_code_lines(20)) {
+        CAPTURE(line);
+        CHECK(loaded.encode_ids(line) == trained.encode_ids(line));
+        // "Return the kabo lemi." names "kabo lemi"; the code names it "kabo_lemi" and "kaboLemi".
+        const size_t the = line.find("the ") + 4, dot = line.find('.');
+        const std::string prose = line.substr(the, dot - the);
+        const std::string snake = line.substr(line.find('\n') + 1, line.find(" = ") - line.find('\n') - 1);
+        const std::string camel = line.substr(line.find(" = ") + 3, line.size() - line.find(" = ") - 5);
+        std::vector<int64_t> snake_ids = loaded.encode_ids(snake);
+        for (int64_t id : underscore) snake_ids.erase(std::remove(snake_ids.begin(), snake_ids.end(), id), snake_ids.end());
+        CHECK(loaded.encode_ids(camel) == loaded.encode_ids(prose));
+        CHECK(snake_ids == loaded.encode_ids(prose));
+        plain_camel_matches += plain.encode_ids(camel) == plain.encode_ids(prose);
+
+        // Offsets point into the text as given: each piece covers the bytes it was read from.
+        Tokenizer::PiecesWithOffsets pieces = loaded.encode_with_offsets(camel);
+        CHECK(pieces.ids == loaded.encode_ids(camel));
+        int64_t previous_end = 0;
+        for (size_t i = 0; i < pieces.ids.size(); ++i) {
+            CHECK(pieces.begin[i] >= previous_end);
+            CHECK(pieces.end[i] <= static_cast<int64_t>(camel.size()));
+            std::string covered = identifier_words(camel.substr(static_cast<size_t>(pieces.begin[i]),
+                                                                static_cast<size_t>(pieces.end[i] - pieces.begin[i]))).text;
+            covered.erase(std::remove(covered.begin(), covered.end(), ' '), covered.end());
+            if (pieces.ids[i] != loaded.unknown_id()) CHECK(loaded.decode({pieces.ids[i]}).find(covered) != std::string::npos);
+            previous_end = pieces.end[i];
+        }
+    }
+    CHECK(plain_camel_matches == 0);  // without identifier words, "kaboLemi" and "kabo lemi" never share all pieces
 }
 
 TEST_CASE("tokenizer: ids and mask are right-padded, capped at max_length, and agree with encode_ids") {

@@ -70,8 +70,12 @@ std::string model_card_markdown(const std::string& command, const RunConfig& con
                         "masked mean pooling, unit-length embeddings of {} numbers.\n",
                         config.d_model, config.num_layers, config.nhead, config.dim_feedforward, config.dropout,
                         config.d_model);
-    card += fmt::format("- Tokenizer: SentencePiece {} of {} pieces, trained on the training split (tokenizer.model).\n",
-                        config.tokenizer_type, fact(facts, "tokenizer_pieces"));
+    card += fmt::format("- Tokenizer: SentencePiece {} of {} pieces, trained on the training split (tokenizer.model){}.\n",
+                        config.tokenizer_type, fact(facts, "tokenizer_pieces"),
+                        fact(facts, "tokenizer_identifier_words") == "true"
+                            ? "; it reads code's names as words (getLineNumber and line_number as get line number and "
+                              "line _ number)"
+                            : "");
     card += fmt::format("- Lengths: queries cut at {} tokens, passages at {}{}.\n", config.max_query_length,
                         config.max_passage_length, prompted ? ", prompts included" : "");
     if (prompted)

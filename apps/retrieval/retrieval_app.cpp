@@ -213,8 +213,8 @@ std::unique_ptr<nn::EmbeddingModel> load_init(const RunConfig& config, int64_t v
 // The run's tokenizer: with --init, the tokenizer.model beside that checkpoint (its ids are
 // the ones the checkpoint learned), copied into the output folder; else one trained on
 // `training_texts` (the training split's queries and passages).
-data::Tokenizer run_tokenizer(const RunConfig& config, const std::vector<std::string>& training_texts,
-                              const RunFiles& files) {
+data::Tokenizer run_tokenizer(const RetrievalApp& app, const RunConfig& config,
+                              const std::vector<std::string>& training_texts, const RunFiles& files) {
     if (!config.init.empty()) {
         fs::path beside = fs::path(config.init).parent_path() / "tokenizer.model";
         NCE_CHECK(fs::is_regular_file(config.init), "--init {}: no such file (give a model checkpoint, e.g. "
@@ -232,17 +232,18 @@ data::Tokenizer run_tokenizer(const RunConfig& config, const std::vector<std::st
         }
         return data::Tokenizer::load(files.tokenizer);
     }
-    return train_run_tokenizer(training_texts, config, config.output);
+    return train_run_tokenizer(training_texts, config, config.output, app.identifier_words);
 }
 
 // run_tokenizer, with the vocabulary and the lengths sized to the data where the config leaves
 // them at -1 (data_sizes.h): the vocabulary before the tokenizer is trained, the lengths after.
-data::Tokenizer sized_run_tokenizer(RunConfig& config, const data::DatasetSplits& splits, const RunFiles& files) {
+data::Tokenizer sized_run_tokenizer(const RetrievalApp& app, RunConfig& config, const data::DatasetSplits& splits,
+                                    const RunFiles& files) {
     std::vector<std::string> queries = query_texts_of(splits.train), passages = passage_texts_of(splits.train);
     std::vector<std::string> texts = queries;
     texts.insert(texts.end(), passages.begin(), passages.end());
     if (config.init.empty()) size_vocabulary(config, texts);
-    data::Tokenizer tokenizer = run_tokenizer(config, texts, files);
+    data::Tokenizer tokenizer = run_tokenizer(app, config, texts, files);
     if (config.vocab_size == kSizedToData) config.vocab_size = tokenizer.vocab_size();  // --init's tokenizer
     size_lengths(config, tokenizer, queries, passages);
     return tokenizer;
@@ -250,7 +251,8 @@ data::Tokenizer sized_run_tokenizer(RunConfig& config, const data::DatasetSplits
 
 // "tokenizer: N pieces (path)", and when the text filled fewer pieces than vocab_size allows, so.
 void print_tokenizer(const data::Tokenizer& tokenizer, const RunConfig& config, const RunFiles& files) {
-    fmt::print("tokenizer: {} pieces ({}){}\n", tokenizer.vocab_size(), files.tokenizer,
+    fmt::print("tokenizer: {} pieces ({}){}{}\n", tokenizer.vocab_size(), files.tokenizer,
+               tokenizer.reads_identifier_words() ? "; names read as words (getLineNumber -> get line number)" : "",
                tokenizer.vocab_size() < config.vocab_size
                    ? fmt::format("; the text fills no more than that of the {} asked for", config.vocab_size)
                    : "");
@@ -439,14 +441,15 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     // allows, an --init of another size, a corpus too small to pretrain on) removes the
     // folder again (new_folder). The run's config.json is written once the tokenizer exists.
     create_output_folder(config.output);
-    data::Tokenizer tokenizer = sized_run_tokenizer(config, splits, files);
+    data::Tokenizer tokenizer = sized_run_tokenizer(app, config, splits, files);
     write_run_config(files.config, config);
     print_tokenizer(tokenizer, config, files);
     std::fflush(stdout);
 
     std::unique_ptr<nn::EmbeddingModel> untrained = to_run_device(make_text_encoder(config, tokenizer.vocab_size()), config);
     std::unique_ptr<nn::EmbeddingModel> model, pretrained;
-    nlohmann::json facts = {{"split", split_sizes(splits)}, {"tokenizer_pieces", tokenizer.vocab_size()}};
+    nlohmann::json facts = {{"split", split_sizes(splits)}, {"tokenizer_pieces", tokenizer.vocab_size()},
+                            {"tokenizer_identifier_words", tokenizer.reads_identifier_words()}};
     facts["prompts"] = prompts_fact(*untrained);
     if (!config.init.empty()) {
         model = to_run_device(load_init(config, tokenizer.vocab_size()), config);
@@ -515,12 +518,13 @@ RunOutcome run_pretrain(const RetrievalApp& app, const RunConfig& given_config) 
     data::RetrievalDataset dataset = load_checked(app, config);
     data::DatasetSplits splits = split_for_app(app, dataset, config);
     create_output_folder(config.output);
-    data::Tokenizer tokenizer = sized_run_tokenizer(config, splits, files);
+    data::Tokenizer tokenizer = sized_run_tokenizer(app, config, splits, files);
     write_run_config(files.config, config);
     print_tokenizer(tokenizer, config, files);
     std::unique_ptr<nn::EmbeddingModel> untrained = to_run_device(make_text_encoder(config, tokenizer.vocab_size()), config);
     std::unique_ptr<nn::EmbeddingModel> model = to_run_device(make_text_encoder(config, tokenizer.vocab_size()), config);
-    nlohmann::json facts = {{"split", split_sizes(splits)}, {"tokenizer_pieces", tokenizer.vocab_size()}};
+    nlohmann::json facts = {{"split", split_sizes(splits)}, {"tokenizer_pieces", tokenizer.vocab_size()},
+                            {"tokenizer_identifier_words", tokenizer.reads_identifier_words()}};
     facts["pretraining"] = pretraining_facts(pretrain_and_save(app, config, files, tokenizer, dataset, *model));
     facts["prompts"] = prompts_fact(*model);
     new_folder.keep();

@@ -13,13 +13,14 @@
 namespace nce::apps::retrieval {
 
 data::Tokenizer train_run_tokenizer(const std::vector<std::string>& texts, const RunConfig& config,
-                                    const std::string& directory) {
+                                    const std::string& directory, bool identifier_words) {
     data::TokenizerOptions options;
     options.vocab_size = config.vocab_size;
     options.model_type = data::parse_tokenizer_model_type(config.tokenizer_type);
     options.character_coverage = config.character_coverage;
     options.seed = static_cast<uint32_t>(config.seed);
     options.exact_vocab_size = false;  // a small corpus gets the pieces it can fill (the run prints how many)
+    options.identifier_words = identifier_words;
     try {
         return data::Tokenizer::train(texts, options, directory);
     } catch (const Error& error) {

@@ -23,8 +23,9 @@ namespace nce::apps::retrieval {
 // seeded with config.seed) on `texts` and saves it as `<directory>/tokenizer.model`. For the
 // unigram model vocab_size is an upper bound: texts too small to fill it give fewer pieces.
 // A BPE vocabulary the texts cannot fill is an error naming --vocab-size and the size they allow.
+// identifier_words: the tokenizer reads code's names as words (data/identifier_words.h).
 data::Tokenizer train_run_tokenizer(const std::vector<std::string>& texts, const RunConfig& config,
-                                    const std::string& directory);
+                                    const std::string& directory, bool identifier_words);
 
 // The text_encoder configuration of a run: config's sizes, max_len = the larger of the two
 // maximum lengths, no output projection, a lexical head of config.lexical_dim (0: none),

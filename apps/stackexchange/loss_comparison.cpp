@@ -91,7 +91,7 @@ ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const 
     std::vector<std::string> tokenizer_texts = train_queries;
     tokenizer_texts.insert(tokenizer_texts.end(), train_passages.begin(), train_passages.end());
     retrieval::size_vocabulary(config, tokenizer_texts);  // where left at -1 (retrieval/data_sizes.h)
-    data::Tokenizer tokenizer = retrieval::train_run_tokenizer(tokenizer_texts, config, compare_dir);
+    data::Tokenizer tokenizer = retrieval::train_run_tokenizer(tokenizer_texts, config, compare_dir, app.identifier_words);
     retrieval::size_lengths(config, tokenizer, train_queries, train_passages);
     retrieval::write_run_config((fs::path(compare_dir) / "config.json").string(), config);
 

@@ -1,0 +1,39 @@
+// Names split into lower-case words (see identifier_words.h).
+#include "data/identifier_words.h"
+
+namespace nce::data {
+namespace {
+
+bool is_lower(char c) { return c >= 'a' && c <= 'z'; }
+bool is_upper(char c) { return c >= 'A' && c <= 'Z'; }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+}  // namespace
+
+IdentifierWords identifier_words(const std::string& text) {
+    IdentifierWords words;
+    words.text.reserve(text.size() + text.size() / 4);
+    words.source.reserve(text.size() + text.size() / 4);
+    auto emit = [&](char c, size_t from) {
+        words.text.push_back(c);
+        words.source.push_back(static_cast<int64_t>(from));
+    };
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        const char before = i > 0 ? text[i - 1] : ' ';
+        const char after = i + 1 < text.size() ? text[i + 1] : ' ';
+        if (c == '_') {
+            emit(' ', i), emit('_', i), emit(' ', i);
+            continue;
+        }
+        if (is_upper(c)) {
+            if (is_lower(before) || is_digit(before) || (is_upper(before) && is_lower(after))) emit(' ', i);
+            emit(static_cast<char>(c - 'A' + 'a'), i);
+            continue;
+        }
+        emit(c, i);
+    }
+    return words;
+}
+
+}  // namespace nce::data
