@@ -249,7 +249,8 @@ data::Tokenizer sized_run_tokenizer(const RetrievalApp& app, RunConfig& config, 
     return tokenizer;
 }
 
-// "tokenizer: N pieces (path)", and when the text filled fewer pieces than vocab_size allows, so.
+// "tokenizer: N pieces (path)", then whether it reads names as words, and when the text filled
+// fewer pieces than vocab_size allows, so.
 void print_tokenizer(const data::Tokenizer& tokenizer, const RunConfig& config, const RunFiles& files) {
     fmt::print("tokenizer: {} pieces ({}){}{}\n", tokenizer.vocab_size(), files.tokenizer,
                tokenizer.reads_identifier_words() ? "; names read as words (getLineNumber -> get line number)" : "",
