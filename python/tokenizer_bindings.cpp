@@ -21,19 +21,22 @@ void bind_tokenizer(py::module_& module) {
         .def_static("load", &Tokenizer::load, arg("path"))
         .def_static("train", [](const std::vector<std::string>& texts, const std::string& directory, int64_t vocab_size,
                                 const std::string& model_type, double character_coverage, std::optional<uint32_t> seed,
-                                bool exact_vocab_size) {
+                                bool exact_vocab_size, bool identifier_words) {
                         data::TokenizerOptions options;
                         options.vocab_size = vocab_size;
                         options.model_type = data::parse_tokenizer_model_type(model_type);
                         options.character_coverage = character_coverage;
                         options.seed = seed;
                         options.exact_vocab_size = exact_vocab_size;
+                        options.identifier_words = identifier_words;
                         return Tokenizer::train(texts, options, directory);
                     },
                     arg("texts"), arg("directory"), arg("vocab_size") = 8000, arg("model_type") = "unigram",
                     arg("character_coverage") = 0.9995, arg("seed") = py::none(), arg("exact_vocab_size") = true,
+                    arg("identifier_words") = false,
                     "Trains on texts and saves <directory>/tokenizer.model; exact_vocab_size=False makes vocab_size an "
-                    "upper bound (unigram)")
+                    "upper bound (unigram); identifier_words=True reads code's names as words (getLineNumber -> get "
+                    "line number), kept in the model file")
         .def("encode", [](const Tokenizer& t, const std::vector<std::string>& texts, int64_t max_length) {
                  data::EncodedBatch batch = t.encode(texts, max_length);
                  return py::make_tuple(tensor_to_numpy(batch.ids), tensor_to_numpy(batch.mask));
@@ -47,7 +50,8 @@ void bind_tokenizer(py::module_& module) {
         .def_property_readonly("vocab_size", &Tokenizer::vocab_size)
         .def_property_readonly("pad_id", &Tokenizer::pad_id)
         .def_property_readonly("unknown_id", &Tokenizer::unknown_id)
-        .def_property_readonly("model_path", &Tokenizer::model_path);
+        .def_property_readonly("model_path", &Tokenizer::model_path)
+        .def_property_readonly("reads_identifier_words", &Tokenizer::reads_identifier_words);
 }
 
 }  // namespace nce::python

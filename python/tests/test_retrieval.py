@@ -36,6 +36,18 @@ def test_tokenizer_encodes_decodes_and_loads(tokenizer):
         tokenizer.encode([""], max_length=4)
 
 
+def test_tokenizer_with_identifier_words_reads_names_as_words(tmp_path):
+    lines = [f"return the {a} {b}\n{a}_{b} = {a}{b.capitalize()}()" for a in TOPICS for b in TOPICS]
+    tokenizer = nce.Tokenizer.train(lines, str(tmp_path), vocab_size=80, exact_vocab_size=False, seed=1,
+                                    identifier_words=True)
+    again = nce.Tokenizer(tokenizer.model_path)
+    assert tokenizer.reads_identifier_words and again.reads_identifier_words
+    assert again.encode_ids("riverMountain") == again.encode_ids("river mountain")
+    plain = nce.Tokenizer.train(lines, str(tmp_path / "plain"), vocab_size=80, exact_vocab_size=False, seed=1)
+    assert not plain.reads_identifier_words
+    assert plain.encode_ids("riverMountain") != plain.encode_ids("river mountain")
+
+
 def test_embed_equals_nce_encode_text_bit_for_bit(tokenizer, nce_exe, tmp_path):
     model = nce.make_model({"kind": "text_encoder", "vocab_size": tokenizer.vocab_size, "max_len": 24,
                             "d_model": 16, "nhead": 2, "dim_feedforward": 32, "num_layers": 1}, seed=4)
