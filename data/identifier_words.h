@@ -5,7 +5,7 @@
 // SentencePiece cuts these into different pieces: "▁line" starts a word, while the "number" of
 // "line_number" continues one (no word mark) and the "Number" of the camelCase name has a
 // capital. A model over those pieces cannot see that the docstring and the body share the
-// word "number" - which is what BM25 over code identifiers (apps/retrieval/rankings.h) does
+// word "number" - which is what BM25 over code identifiers (`nce code`'s lexical baseline) does
 // see. So before tokenizing, names are split into their words and lower-cased:
 //
 //   "getLineNumber(self)"  -> "get line number(self)"
