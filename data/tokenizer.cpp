@@ -208,24 +208,18 @@ std::vector<int64_t> Tokenizer::encode_ids(const std::string& text) const {
 }
 
 Tokenizer::PiecesWithOffsets Tokenizer::encode_with_offsets(const std::string& text) const {
-    if (!identifier_words_) {
-        sentencepiece::ImmutableSentencePieceText encoded = processor_->EncodeAsImmutableProto(text);
-        PiecesWithOffsets result;
-        for (const auto& piece : encoded.pieces()) {
-            result.ids.push_back(piece.id());
-            result.begin.push_back(piece.begin());
-            result.end.push_back(piece.end());
-        }
-        return result;
-    }
-    // Offsets into the rewritten text, mapped back through each byte's source: a piece of
-    // rewritten bytes [b, e) covers original bytes [source[b], source[e - 1] + 1).
-    IdentifierWords words = identifier_words(text);
-    sentencepiece::ImmutableSentencePieceText encoded = processor_->EncodeAsImmutableProto(words.text);
-    PiecesWithOffsets result;
-    auto original = [&](size_t rewritten) {
-        return rewritten < words.source.size() ? words.source[rewritten] : static_cast<int64_t>(text.size());
+    // SentencePiece's offsets are into the text it read. With identifier words that is the
+    // rewritten text, mapped back through each byte's source: rewritten bytes [b, e) came from
+    // original bytes [source[b], source[e - 1] + 1). Without, every byte is its own source.
+    IdentifierWords words;
+    if (identifier_words_) words = identifier_words(text);
+    auto original = [&](size_t read) {
+        if (!identifier_words_) return static_cast<int64_t>(read);
+        return read < words.source.size() ? words.source[read] : static_cast<int64_t>(text.size());
     };
+    sentencepiece::ImmutableSentencePieceText encoded =
+        processor_->EncodeAsImmutableProto(identifier_words_ ? words.text : text);
+    PiecesWithOffsets result;
     for (const auto& piece : encoded.pieces()) {
         const int64_t begin = original(piece.begin());
         result.ids.push_back(piece.id());

@@ -72,7 +72,7 @@ std::string model_card_markdown(const std::string& command, const RunConfig& con
                         config.d_model);
     card += fmt::format("- Tokenizer: SentencePiece {} of {} pieces, trained on the training split (tokenizer.model){}.\n",
                         config.tokenizer_type, fact(facts, "tokenizer_pieces"),
-                        fact(facts, "tokenizer_identifier_words") == "true"
+                        facts.value("tokenizer_identifier_words", false)
                             ? "; it reads code's names as words (getLineNumber and line_number as get line number and "
                               "line _ number)"
                             : "");

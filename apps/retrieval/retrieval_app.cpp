@@ -249,6 +249,13 @@ data::Tokenizer sized_run_tokenizer(const RetrievalApp& app, RunConfig& config, 
     return tokenizer;
 }
 
+// The facts of results.json every run starts with: the split's sizes and the tokenizer's.
+nlohmann::json split_and_tokenizer_facts(const data::DatasetSplits& splits, const data::Tokenizer& tokenizer) {
+    return {{"split", split_sizes(splits)},
+            {"tokenizer_pieces", tokenizer.vocab_size()},
+            {"tokenizer_identifier_words", tokenizer.reads_identifier_words()}};
+}
+
 // "tokenizer: N pieces (path)", then whether it reads names as words, and when the text filled
 // fewer pieces than vocab_size allows, so.
 void print_tokenizer(const data::Tokenizer& tokenizer, const RunConfig& config, const RunFiles& files) {
@@ -449,8 +456,7 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
 
     std::unique_ptr<nn::EmbeddingModel> untrained = to_run_device(make_text_encoder(config, tokenizer.vocab_size()), config);
     std::unique_ptr<nn::EmbeddingModel> model, pretrained;
-    nlohmann::json facts = {{"split", split_sizes(splits)}, {"tokenizer_pieces", tokenizer.vocab_size()},
-                            {"tokenizer_identifier_words", tokenizer.reads_identifier_words()}};
+    nlohmann::json facts = split_and_tokenizer_facts(splits, tokenizer);
     facts["prompts"] = prompts_fact(*untrained);
     if (!config.init.empty()) {
         model = to_run_device(load_init(config, tokenizer.vocab_size()), config);
@@ -524,8 +530,7 @@ RunOutcome run_pretrain(const RetrievalApp& app, const RunConfig& given_config) 
     print_tokenizer(tokenizer, config, files);
     std::unique_ptr<nn::EmbeddingModel> untrained = to_run_device(make_text_encoder(config, tokenizer.vocab_size()), config);
     std::unique_ptr<nn::EmbeddingModel> model = to_run_device(make_text_encoder(config, tokenizer.vocab_size()), config);
-    nlohmann::json facts = {{"split", split_sizes(splits)}, {"tokenizer_pieces", tokenizer.vocab_size()},
-                            {"tokenizer_identifier_words", tokenizer.reads_identifier_words()}};
+    nlohmann::json facts = split_and_tokenizer_facts(splits, tokenizer);
     facts["pretraining"] = pretraining_facts(pretrain_and_save(app, config, files, tokenizer, dataset, *model));
     facts["prompts"] = prompts_fact(*model);
     new_folder.keep();
