@@ -26,7 +26,6 @@
 // accumulate in float32 (apps/gemm_precision_option.h); the line says which precision ran
 // and oneDNN's ISA. It changes float32 GEMMs only, so --dtype float64 with it is an error.
 #include <fmt/core.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -38,6 +37,7 @@
 #include <vector>
 
 #include "apps/commands.h"
+#include "apps/process_usage.h"
 #include "apps/device_option.h"
 #include "apps/gemm_precision_option.h"
 #include "engine/nce.h"
@@ -66,21 +66,6 @@ struct BenchLossOptions {
 Tensor random_unit_rows(Generator& generator, int64_t rows, int64_t d, Dtype dtype) {
     Tensor x = generator.normal({rows, d}, dtype);
     return x / sqrt(sum(x * x, 1, /*keepdim=*/true));
-}
-
-// CPU time of the whole process (every thread, user + system) so far, in milliseconds: on
-// a shared machine it varies far less than the wall clock.
-double process_cpu_milliseconds() {
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    auto ms = [](const timeval& t) { return double(t.tv_sec) * 1e3 + double(t.tv_usec) / 1e3; };
-    return ms(usage.ru_utime) + ms(usage.ru_stime);
-}
-
-double peak_resident_mebibytes() {
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
 // One forward + backward, given fresh leaves each time. Returns the loss.

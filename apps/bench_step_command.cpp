@@ -47,8 +47,6 @@
 // usable GPU the command stops first with one line (apps/device_option.h). peak_allocated_mib
 // counts host tensors only, so the line leaves it out on cuda.
 #include <fmt/core.h>
-#include <sys/resource.h>
-#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -59,6 +57,7 @@
 #include <vector>
 
 #include "apps/commands.h"
+#include "apps/process_usage.h"
 #include "apps/device_option.h"
 #include "apps/gemm_precision_option.h"
 #include "distributed/collectives.h"
@@ -197,24 +196,10 @@ StepRunner make_runner(const std::string& model_name, int64_t batch, int64_t seq
     return runner;
 }
 
-// The CPU time of all the process's threads, which a busy machine inflates less than the
-// wall-clock time: compare it between the two sides when the load average is high.
-double process_cpu_milliseconds() {
-    timespec now{};
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
-    return static_cast<double>(now.tv_sec) * 1e3 + static_cast<double>(now.tv_nsec) / 1e6;
-}
-
 double median_of(std::vector<double> values) {
     std::sort(values.begin(), values.end());
     const size_t middle = values.size() / 2;
     return values.size() % 2 ? values[middle] : 0.5 * (values[middle - 1] + values[middle]);
-}
-
-double peak_resident_mebibytes() {
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
 int run(const BenchStepOptions& options) {

@@ -12,7 +12,7 @@
 namespace nce::nn {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using OrderedJson = nlohmann::ordered_json;
 
 // Metadata keys that nce writes and reads; users' own keys may not start with "nce_".
 constexpr const char* kConfigKey = "nce_config";
@@ -84,27 +84,27 @@ double parse_double(const std::string& text, const char* key, const std::string&
 
 // ---- the config's JSON fields ----
 
-int64_t integer_field(const Json& json, const char* key, const std::string& source) {
-    const Json& value = json.at(key);
+int64_t integer_field(const OrderedJson& json, const char* key, const std::string& source) {
+    const OrderedJson& value = json.at(key);
     NCE_CHECK(value.is_number_integer(), "{}: nce_config key '{}' must be an integer, found {}", source, key,
               value.dump());
     return value.get<int64_t>();
 }
 
-double number_field(const Json& json, const char* key, const std::string& source) {
-    const Json& value = json.at(key);
+double number_field(const OrderedJson& json, const char* key, const std::string& source) {
+    const OrderedJson& value = json.at(key);
     NCE_CHECK(value.is_number(), "{}: nce_config key '{}' must be a number, found {}", source, key, value.dump());
     return value.get<double>();
 }
 
-std::string string_field(const Json& json, const char* key, const std::string& source) {
-    const Json& value = json.at(key);
+std::string string_field(const OrderedJson& json, const char* key, const std::string& source) {
+    const OrderedJson& value = json.at(key);
     NCE_CHECK(value.is_string(), "{}: nce_config key '{}' must be a string, found {}", source, key, value.dump());
     return value.get<std::string>();
 }
 
-bool bool_field(const Json& json, const char* key, const std::string& source) {
-    const Json& value = json.at(key);
+bool bool_field(const OrderedJson& json, const char* key, const std::string& source) {
+    const OrderedJson& value = json.at(key);
     NCE_CHECK(value.is_boolean(), "{}: nce_config key '{}' must be true or false, found {}", source, key, value.dump());
     return value.get<bool>();
 }
@@ -205,7 +205,7 @@ TrainingState read_training_state(const SafetensorsFile& file, const std::string
 // ---- the configuration as JSON ----
 
 std::string config_to_json(const ModelConfig& config) {
-    Json json = {
+    OrderedJson json = {
         {"kind", config.kind},
         {"in_dim", config.in_dim},
         {"vocab_size", config.vocab_size},
@@ -233,10 +233,10 @@ std::string config_to_json(const ModelConfig& config) {
 
 ModelConfig config_from_json(const std::string& text, const std::string& source) {
     check_json_nesting(text, source + ": nce_config");
-    Json json;
+    OrderedJson json;
     try {
-        json = Json::parse(text);
-    } catch (const Json::exception& error) {
+        json = OrderedJson::parse(text);
+    } catch (const OrderedJson::exception& error) {
         std::string message = error.what();
         std::size_t close = message.find("] ");
         fail("{}: nce_config is not valid JSON: {}", source, close == std::string::npos ? message : message.substr(close + 2));
@@ -368,8 +368,8 @@ TrainingState restore_training_checkpoint(const std::string& path, EmbeddingMode
     SafetensorsFile file = read_safetensors(path);
     TrainingState state = read_training_state(file, path);
     std::map<std::string, Tensor> tensors = model_tensors(file, path, op);
-    Json saved = Json::parse(config_to_json(checkpoint_config(file, tensors, path, op)));
-    Json current = Json::parse(config_to_json(model.config()));
+    OrderedJson saved = OrderedJson::parse(config_to_json(checkpoint_config(file, tensors, path, op)));
+    OrderedJson current = OrderedJson::parse(config_to_json(model.config()));
     for (const auto& [key, value] : current.items())
         NCE_CHECK(saved[key] == value, "{}: '{}': the checkpoint's model has {} = {}, this model has {}; build the model "
                   "from the checkpoint's config", op, path, key, saved[key].dump(), value.dump());

@@ -30,27 +30,6 @@ using nn::SafetensorsFile;
 
 // ---- files ----
 
-// A fresh directory under /tmp, removed with everything in it at the end of the test.
-struct TemporaryDirectory {
-    fs::path path;
-    TemporaryDirectory() {
-        std::string pattern = (fs::temp_directory_path() / "nce_test_checkpoint_XXXXXX").string();
-        REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-        path = pattern;
-    }
-    ~TemporaryDirectory() {
-        std::error_code ignored;
-        fs::remove_all(path, ignored);
-    }
-    std::string file(const std::string& name) const { return (path / name).string(); }
-    std::vector<std::string> entries() const {
-        std::vector<std::string> names;
-        for (const auto& entry : fs::directory_iterator(path)) names.push_back(entry.path().filename().string());
-        std::sort(names.begin(), names.end());
-        return names;
-    }
-};
-
 void write_bytes(const std::string& path, const std::string& bytes) {
     std::ofstream out(path, std::ios::binary);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

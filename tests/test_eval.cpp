@@ -17,6 +17,7 @@
 #include "tests/test_helpers.h"
 
 using namespace nce;
+using nce::testing::TemporaryDirectory;
 using namespace nce::eval;
 
 namespace {
@@ -24,21 +25,6 @@ namespace {
 constexpr double kExact = 1e-12;
 
 double log2_of(double x) { return std::log2(x); }
-
-// A temporary directory removed at the end of the test.
-struct TemporaryDirectory {
-    std::filesystem::path path;
-    TemporaryDirectory() {
-        path = std::filesystem::temp_directory_path() / fmt::format("nce_test_eval_{}_{}", ::getpid(), counter()++);
-        std::filesystem::create_directories(path);
-    }
-    ~TemporaryDirectory() { std::filesystem::remove_all(path); }
-    static int& counter() {
-        static int value = 0;
-        return value;
-    }
-    std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
 // Rows of standard normal values, each scaled to unit length.
 Tensor random_unit_rows(int64_t rows, int64_t columns, std::mt19937_64& rng, Dtype dtype) {

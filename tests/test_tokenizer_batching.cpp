@@ -22,20 +22,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace nce;
+using nce::testing::TemporaryDirectory;
 using namespace nce::data;
 
 // ---------------------------------------------------------------------------------------
 // Tokenizer
-
-// A directory of its own for one test, removed when the test ends.
-struct TemporaryDirectory {
-    fs::path path;
-    explicit TemporaryDirectory(const std::string& name)
-        : path(fs::temp_directory_path() / fmt::format("nce_test_{}_{}", name, getpid())) {
-        fs::remove_all(path);
-    }
-    ~TemporaryDirectory() { fs::remove_all(path); }
-};
 
 // UTF-8 bytes of one Unicode code point below U+10000.
 std::string utf8(uint32_t code_point) {
@@ -115,7 +106,7 @@ TEST_CASE("tokenizer: train, save, load gives identical ids, for unigram and bpe
     std::vector<std::string> sentences = generated_sentences(3000, 7);
     for (TokenizerModelType type : {TokenizerModelType::Unigram, TokenizerModelType::Bpe}) {
         CAPTURE(tokenizer_model_type_name(type));
-        TemporaryDirectory directory(std::string("tokenizer_") + tokenizer_model_type_name(type));
+        TemporaryDirectory directory;
         Tokenizer trained = Tokenizer::train(sentences, small_vocabulary(type), directory.path.string());
         CHECK(fs::is_regular_file(directory.path / "tokenizer.model"));
         CHECK(trained.vocab_size() == 300);
@@ -138,7 +129,7 @@ TEST_CASE("tokenizer: Korean text encodes into known pieces and decodes back") {
     // 1.0 keeps every character it saw.
     for (double coverage : {0.9995, 1.0}) {
         CAPTURE(coverage);
-        TemporaryDirectory directory("tokenizer_korean");
+        TemporaryDirectory directory;
         TokenizerOptions options = small_vocabulary(TokenizerModelType::Unigram);
         options.character_coverage = coverage;
         Tokenizer tokenizer = Tokenizer::train(generated_sentences(3000, 11), options, directory.path.string());
@@ -164,7 +155,7 @@ TEST_CASE("tokenizer: Korean text encodes into known pieces and decodes back") {
 }
 
 TEST_CASE("tokenizer: encode_with_offsets gives encode_ids' pieces, each at the bytes of the text it came from") {
-    TemporaryDirectory directory("tokenizer_offsets");
+    TemporaryDirectory directory;
     Tokenizer tokenizer =
         Tokenizer::train(generated_sentences(3000, 11), small_vocabulary(TokenizerModelType::Unigram), directory.path.string());
     std::vector<std::string> sentences = generated_sentences(50, 7);
@@ -231,7 +222,7 @@ std::vector<std::string> generated_code_lines(int64_t count) {
 
 TEST_CASE("tokenizer: identifier_words gives a docstring's words and the code's names the same pieces, kept by save and load") {
     const std::vector<std::string> lines = generated_code_lines(2000);
-    TemporaryDirectory plain_directory("tokenizer_plain_code"), words_directory("tokenizer_identifier_words");
+    TemporaryDirectory plain_directory, words_directory;
     TokenizerOptions options = small_vocabulary(TokenizerModelType::Unigram);
     Tokenizer plain = Tokenizer::train(lines, options, plain_directory.path.string());
     options.identifier_words = true;
@@ -276,7 +267,7 @@ TEST_CASE("tokenizer: identifier_words gives a docstring's words and the code's 
 }
 
 TEST_CASE("tokenizer: ids and mask are right-padded, capped at max_length, and agree with encode_ids") {
-    TemporaryDirectory directory("tokenizer_padding");
+    TemporaryDirectory directory;
     Tokenizer tokenizer = Tokenizer::train(generated_sentences(2000, 3), small_vocabulary(TokenizerModelType::Unigram),
                                            directory.path.string());
     for (int64_t max_length : {1, 3, 6, 1000}) {
@@ -310,7 +301,7 @@ TEST_CASE("tokenizer: ids and mask are right-padded, capped at max_length, and a
 }
 
 TEST_CASE("tokenizer: bad input and bad options are one-line errors naming what to change") {
-    TemporaryDirectory directory("tokenizer_errors");
+    TemporaryDirectory directory;
     std::vector<std::string> sentences = generated_sentences(500, 5);
     TokenizerOptions too_large = small_vocabulary(TokenizerModelType::Unigram);
     too_large.vocab_size = 50000;

@@ -21,18 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace nce;
+using nce::testing::TemporaryDirectory;
 using namespace nce::data;
-
-// A directory of its own for the test, removed when it ends.
-struct TemporaryDirectory {
-    fs::path path;
-    explicit TemporaryDirectory(const std::string& name)
-        : path(fs::temp_directory_path() / fmt::format("nce_test_{}_{}", name, getpid())) {
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TemporaryDirectory() { fs::remove_all(path); }
-};
 
 // Protobuf's wire format, just enough to build fields by hand.
 std::string varint(uint64_t value) {
@@ -94,7 +84,7 @@ void check_refusal(const std::string& message, const fs::path& file, const std::
 }  // namespace
 
 TEST_CASE("tokenizer model check: a trained model passes and loads; hand-broken ones are one-line errors") {
-    TemporaryDirectory directory("tokenizer_model_check");
+    TemporaryDirectory directory;
     const std::string trained = trained_model_bytes(directory.path);
     const fs::path file = directory.path / "broken.model";
 

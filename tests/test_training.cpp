@@ -274,21 +274,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh directory under /tmp, removed with everything in it at the end of the test.
-struct TemporaryDirectory {
-    fs::path path;
-    TemporaryDirectory() {
-        std::string pattern = (fs::temp_directory_path() / "nce_test_training_XXXXXX").string();
-        REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-        path = pattern;
-    }
-    ~TemporaryDirectory() {
-        std::error_code ignored;
-        fs::remove_all(path, ignored);
-    }
-    std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
 // A tiny retrieval problem: 16 pairs, batches of 4, so an epoch is 4 steps. Each epoch
 // visits the pairs in an order drawn from a Generator seeded by the epoch alone, so a
 // batch is a function of its position (what a resumed run needs).
