@@ -7,6 +7,8 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iterator>
+#include <numeric>
+#include <random>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -18,6 +20,7 @@
 #include "apps/retrieval/pretraining.h"
 #include "apps/retrieval/training_windows.h"
 #include "apps/retrieval/rankings.h"
+#include "apps/retrieval/run_device.h"
 #include "apps/retrieval/run_config.h"
 #include "apps/retrieval/svg_charts.h"
 #include "apps/retrieval/text_model.h"
@@ -622,4 +625,65 @@ TEST_CASE("pretraining: imitating BM25 on the corpus alone lifts a fresh model's
     CHECK(report.steps == 300);
     CHECK(report.model_top1 > 0.2);  // the model learnt to find a pseudo-query's window
     CHECK(after > before + 0.015);   // and some of it carries over to questions it never saw
+}
+
+TEST_CASE("encoding a large batch in groups of similar length: each row as if encoded alone, gradients included") {
+    // 45 rows of 1 to 45 tokens in a shuffled order, so the 32-row groups hold rows from all
+    // over the batch and the second group is padded to a longer row than the first.
+    RunConfig config;
+    config.d_model = 16;
+    config.nhead = 2;
+    config.num_layers = 1;
+    config.dim_feedforward = 32;
+    config.max_passage_length = 48;
+    config.seed = 5;
+    const int64_t vocabulary = 50, rows = 45, width = 45;
+    Generator generator(config.seed);
+    std::unique_ptr<nn::EmbeddingModel> model =
+        nn::make_model(text_encoder_config(config, vocabulary), generator, Dtype::Float64);
+    model->train(false);
+    std::vector<int64_t> lengths(rows);
+    std::iota(lengths.begin(), lengths.end(), int64_t{1});
+    std::mt19937_64 shuffle_rng(11);
+    std::shuffle(lengths.begin(), lengths.end(), shuffle_rng);
+    std::vector<int64_t> ids(rows * width, 0), mask(rows * width, 0);
+    for (int64_t row = 0; row < rows; ++row)
+        for (int64_t t = 0; t < lengths[row]; ++t) {
+            ids[row * width + t] = 1 + (row * 7 + t * 3) % (vocabulary - 1);
+            mask[row * width + t] = 1;
+        }
+    data::EncodedBatch batch{Tensor::from_indices(ids, {rows, width}), Tensor::from_indices(mask, {rows, width})};
+
+    // The same loss, sum over rows and columns of embedding * W with W random, through the
+    // grouped encoding and through one pass over the whole padded batch.
+    Var grouped = encode_on_model_device(*model, batch, nullptr);  // [45, D']
+    REQUIRE(grouped.value().size(0) == rows);
+    Tensor w = generator.normal(grouped.value().shape(), Dtype::Float64);
+    auto gradients_of = [&](const Var& embeddings) {
+        model->zero_grad();
+        sum(embeddings * Var(w)).backward();
+        std::vector<double> all;
+        for (Var* parameter : model->parameters())
+            if (parameter->grad().defined())
+                for (double value : parameter->grad().to_vector()) all.push_back(value);
+        return all;
+    };
+    std::vector<double> grouped_gradients = gradients_of(grouped);
+    Var whole = model->encode(batch.ids, batch.mask, nullptr);  // [45, D'], padded to 45 tokens
+
+    std::vector<double> got = grouped.value().to_vector(), expected = whole.value().to_vector();
+    REQUIRE(got.size() == expected.size());
+    double largest_difference = 0;
+    for (size_t i = 0; i < got.size(); ++i) largest_difference = std::max(largest_difference, std::abs(got[i] - expected[i]));
+    CHECK(largest_difference < 1e-12);
+
+    std::vector<double> whole_gradients = gradients_of(whole);
+    REQUIRE(grouped_gradients.size() == whole_gradients.size());
+    double largest_gradient = 0, largest_gradient_difference = 0;
+    for (size_t i = 0; i < whole_gradients.size(); ++i) {
+        largest_gradient = std::max(largest_gradient, std::abs(whole_gradients[i]));
+        largest_gradient_difference = std::max(largest_gradient_difference, std::abs(grouped_gradients[i] - whole_gradients[i]));
+    }
+    CHECK(largest_gradient > 1e-3);
+    CHECK(largest_gradient_difference < 1e-10);
 }

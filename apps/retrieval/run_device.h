@@ -35,7 +35,9 @@ std::unique_ptr<nn::EmbeddingModel> to_run_device(std::unique_ptr<nn::EmbeddingM
 Device model_device(nn::EmbeddingModel& model);
 
 // model.encode on `batch` copied to the model's device: [B, D] there, a graph unless grad is
-// off; `dropout` draws the dropout masks (nullptr: none, as in eval mode).
+// off; `dropout` draws the dropout masks (nullptr: none, as in eval mode). A batch of more
+// than 32 rows is embedded 32 rows at a time, grouped by length, each group padded to its own
+// longest row (run_device.cpp).
 Var encode_on_model_device(nn::EmbeddingModel& model, const data::EncodedBatch& batch, Generator* dropout);
 
 // `tensor` copied to the device `embeddings` are on (itself when it is there already).
