@@ -627,7 +627,7 @@ TEST_CASE("pretraining: imitating BM25 on the corpus alone lifts a fresh model's
     CHECK(after > before + 0.015);   // and some of it carries over to questions it never saw
 }
 
-TEST_CASE("encoding a large batch in groups of similar length: each row as if encoded alone, gradients included") {
+TEST_CASE("encoding a large batch in groups of similar length: the rows and gradients of one padded pass") {
     // 45 rows of 1 to 45 tokens in a shuffled order, so the 32-row groups hold rows from all
     // over the batch and the second group is padded to a longer row than the first.
     RunConfig config;
