@@ -60,6 +60,7 @@ retrieval::RetrievalApp::OwnOptions add_pairs_options(CLI::App& command) {
     command.get_option("--vocab-size")->default_str("sized to --train");
     struct Files {
         std::string train, validation, corpus, format;
+        bool identifier_words = false;
     };
     auto files = std::make_shared<Files>();
     command.add_option("--train", files->train, "pairs to train on: JSON lines, CSV or TSV with columns anchor, "
@@ -70,11 +71,15 @@ retrieval::RetrievalApp::OwnOptions add_pairs_options(CLI::App& command) {
                                                   "a text column");
     command.add_option("--format", files->format, "jsonl, csv or tsv, when a file's extension does not say")
         ->check(CLI::IsMember({"jsonl", "csv", "tsv"}));
+    command.add_flag("--identifier-words", files->identifier_words,
+                     "the tokenizer reads code's names as words (getLineNumber, line_number -> get line number, "
+                     "line _ number), as nce code does; its tokenizer.model keeps the choice");
     return [files](retrieval::RunConfig& config, const retrieval::RunConfigOptions& options, bool trains) {
         if (!files->train.empty()) config.data = files->train;
         if (!files->validation.empty()) config.app["validation"] = files->validation;
         if (!files->corpus.empty()) config.app["corpus"] = files->corpus;
         if (!files->format.empty()) config.app["format"] = files->format;
+        if (files->identifier_words) config.app["identifier_words"] = true;
         NCE_CHECK(!config.data.empty(), "nce train: give the training pairs with --train FILE (JSON lines, CSV or TSV "
                   "with columns anchor, positive, ...)");
         if (trains && !options.chosen("vocab_size")) {

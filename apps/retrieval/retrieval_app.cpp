@@ -210,6 +210,16 @@ std::unique_ptr<nn::EmbeddingModel> load_init(const RunConfig& config, int64_t v
     return with_model_prompts(std::move(model), wanted.query_prompt, wanted.passage_prompt);
 }
 
+// Whether the run's tokenizer reads code's names as words: the app's choice (the code app's),
+// or "app": {"identifier_words": true} in the run's config (`nce train --identifier-words`).
+bool reads_identifier_words(const RetrievalApp& app, const RunConfig& config) {
+    if (app.identifier_words) return true;
+    if (!config.app.contains("identifier_words")) return false;
+    const nlohmann::json& value = config.app.at("identifier_words");
+    NCE_CHECK(value.is_boolean(), "config: app.identifier_words must be true or false, got {}", value.dump());
+    return value.get<bool>();
+}
+
 // The run's tokenizer: with --init, the tokenizer.model beside that checkpoint (its ids are
 // the ones the checkpoint learned), copied into the output folder; else one trained on
 // `training_texts` (the training split's queries and passages).
@@ -232,7 +242,7 @@ data::Tokenizer run_tokenizer(const RetrievalApp& app, const RunConfig& config,
         }
         return data::Tokenizer::load(files.tokenizer);
     }
-    return train_run_tokenizer(training_texts, config, config.output, app.identifier_words);
+    return train_run_tokenizer(training_texts, config, config.output, reads_identifier_words(app, config));
 }
 
 // run_tokenizer, with the vocabulary and the lengths sized to the data where the config leaves
