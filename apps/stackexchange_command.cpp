@@ -53,6 +53,9 @@ retrieval::RetrievalApp stackexchange_app() {
         "question -> answer retrieval on a StackExchange dump (--data Posts.xml; default: a generated site)";
     app.defaults = stackexchange_defaults();
     app.bm25_variants = {retrieval::LexicalTokens::Whitespace};
+    // Posts are prose with code, names and punctuation in it ("(IPA)", "the OG.", `mashTemp`):
+    // read as words, they meet a question's words on the same pieces, as BM25's words do.
+    app.identifier_words = true;
     app.chunk_overlap = 16;  // most answers fit one window; long ones share 16 tokens
     app.chunked_passages = true;  // a real dump's answers run long: the model reads them whole, in windows
     app.load_dataset = [](const retrieval::RunConfig& config) { return stackexchange::load_posts_dataset(config); };

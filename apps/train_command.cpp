@@ -72,8 +72,9 @@ retrieval::RetrievalApp::OwnOptions add_pairs_options(CLI::App& command) {
     command.add_option("--format", files->format, "jsonl, csv or tsv, when a file's extension does not say")
         ->check(CLI::IsMember({"jsonl", "csv", "tsv"}));
     command.add_flag("--identifier-words", files->identifier_words,
-                     "the tokenizer reads code's names as words (getLineNumber, line_number -> get line number, "
-                     "line _ number), as nce code does; its tokenizer.model keeps the choice");
+                     "the tokenizer reads names and words apart from case and punctuation (getLineNumber(x), "
+                     "line_number -> get line number ( x ), line _ number), as nce code does; its tokenizer.model "
+                     "keeps the choice");
     return [files](retrieval::RunConfig& config, const retrieval::RunConfigOptions& options, bool trains) {
         if (!files->train.empty()) config.data = files->train;
         if (!files->validation.empty()) config.app["validation"] = files->validation;

@@ -21,8 +21,12 @@ namespace {
 namespace fs = std::filesystem;
 
 const char* const kModelFileName = "tokenizer.model";
-// The control piece that marks a model trained on identifier words (tokenizer.h).
-const char* const kIdentifierWordsPiece = "<identifier-words>";
+// The control piece that marks a model trained on identifier words (tokenizer.h). "-2": the
+// rule that sets punctuation apart. Models of the first rule (punctuation left attached) carry
+// "<identifier-words>"; their pieces were learned on text this version no longer writes, so
+// they are refused at load rather than read the new way.
+const char* const kIdentifierWordsPiece = "<identifier-words-2>";
+const char* const kFirstIdentifierWordsPiece = "<identifier-words>";
 
 // Far above a real model (a 32,000-piece vocabulary with its normalization rules is about 1 MB),
 // so that a hostile file cannot make load allocate without bound.
@@ -128,8 +132,14 @@ const char* tokenizer_model_type_name(TokenizerModelType type) {
 
 Tokenizer::Tokenizer(std::shared_ptr<sentencepiece::SentencePieceProcessor> processor, std::string model_path)
     : processor_(std::move(processor)), model_path_(std::move(model_path)) {
-    const int marker = processor_->PieceToId(kIdentifierWordsPiece);
-    identifier_words_ = marker != processor_->unk_id() && processor_->IsControl(marker);
+    auto carries = [&](const char* piece) {
+        const int marker = processor_->PieceToId(piece);
+        return marker != processor_->unk_id() && processor_->IsControl(marker);
+    };
+    NCE_CHECK(!carries(kFirstIdentifierWordsPiece),
+              "tokenizer load: '{}' reads names as words by the first rule (punctuation left attached), which this "
+              "version no longer reads; train the model and its tokenizer again", model_path_);
+    identifier_words_ = carries(kIdentifierWordsPiece);
 }
 
 Tokenizer Tokenizer::train(const std::vector<std::string>& texts, const TokenizerOptions& options,
@@ -209,22 +219,33 @@ std::vector<int64_t> Tokenizer::encode_ids(const std::string& text) const {
 
 Tokenizer::PiecesWithOffsets Tokenizer::encode_with_offsets(const std::string& text) const {
     // SentencePiece's offsets are into the text it read. With identifier words that is the
-    // rewritten text, mapped back through each byte's source: rewritten bytes [b, e) came from
-    // original bytes [source[b], source[e - 1] + 1). Without, every byte is its own source.
+    // rewritten text, mapped back through each byte's source: a piece covers the original
+    // bytes from the source of its first byte to that of its last, leaving out the spaces the
+    // rewriting added (a piece of added spaces alone covers none, at the byte after them).
+    // Without, every byte is its own source.
     IdentifierWords words;
     if (identifier_words_) words = identifier_words(text);
-    auto original = [&](size_t read) {
-        if (!identifier_words_) return static_cast<int64_t>(read);
-        return read < words.source.size() ? words.source[read] : static_cast<int64_t>(text.size());
-    };
     sentencepiece::ImmutableSentencePieceText encoded =
         processor_->EncodeAsImmutableProto(identifier_words_ ? words.text : text);
     PiecesWithOffsets result;
     for (const auto& piece : encoded.pieces()) {
-        const int64_t begin = original(piece.begin());
         result.ids.push_back(piece.id());
-        result.begin.push_back(begin);
-        result.end.push_back(piece.end() > piece.begin() ? original(piece.end() - 1) + 1 : begin);
+        size_t first = piece.begin(), last = piece.end();  // [first, last) of the text read
+        if (!identifier_words_) {
+            result.begin.push_back(static_cast<int64_t>(first));
+            result.end.push_back(static_cast<int64_t>(last));
+            continue;
+        }
+        if (first >= words.text.size()) {  // an empty piece at the end
+            result.begin.push_back(static_cast<int64_t>(text.size()));
+            result.end.push_back(static_cast<int64_t>(text.size()));
+            continue;
+        }
+        const int64_t after_spaces = words.source[first];
+        while (first < last && words.added[first]) ++first;
+        while (last > first && words.added[last - 1]) --last;
+        result.begin.push_back(first < last ? words.source[first] : after_spaces);
+        result.end.push_back(first < last ? words.source[last - 1] + 1 : after_spaces);
     }
     return result;
 }

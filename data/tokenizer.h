@@ -49,8 +49,9 @@ struct TokenizerOptions {
     // Read source code's names as words (data/identifier_words.h): "getLineNumber" and
     // "line_number" are split and lower-cased before SentencePiece sees them, in training and
     // in every encode. The trained model carries the choice (a control piece,
-    // <identifier-words>, which no text encodes to), so a loaded tokenizer reads texts as it
-    // was trained to; decode() gives the rewritten text back.
+    // <identifier-words-2>, which no text encodes to), so a loaded tokenizer reads texts as it
+    // was trained to; decode() gives the rewritten text back. A model of the first rule
+    // (<identifier-words>, punctuation left attached) is refused at load.
     bool identifier_words = false;
 };
 

@@ -35,8 +35,8 @@ void bind_tokenizer(py::module_& module) {
                     arg("character_coverage") = 0.9995, arg("seed") = py::none(), arg("exact_vocab_size") = true,
                     arg("identifier_words") = false,
                     "Trains on texts and saves <directory>/tokenizer.model; exact_vocab_size=False makes vocab_size an "
-                    "upper bound (unigram); identifier_words=True reads code's names as words (getLineNumber -> get "
-                    "line number), kept in the model file")
+                    "upper bound (unigram); identifier_words=True reads names and words apart from "
+                    "case and punctuation (getLineNumber(x) -> get line number ( x )), kept in the model file")
         .def("encode", [](const Tokenizer& t, const std::vector<std::string>& texts, int64_t max_length) {
                  data::EncodedBatch batch = t.encode(texts, max_length);
                  return py::make_tuple(tensor_to_numpy(batch.ids), tensor_to_numpy(batch.mask));

@@ -78,7 +78,7 @@ for file in config.json tokenizer.model model.safetensors train_log.jsonl result
 done
 if ls "$scratch/run" | grep -q tmp; then fail "train left a temporary file: $(ls "$scratch/run")"; else pass "no temporary file left"; fi
 expect_in "$stdout" "192 functions kept" "the corpus is the 192 documented functions outside tests/"
-expect_in "$stdout" "names read as words" "the code app's tokenizer reads names as words"
+expect_in "$stdout" "names and words read apart from case and punctuation" "the code app's tokenizer reads names as words"
 expect_in "$scratch/run/results.json" '"tokenizer_identifier_words": true' "results.json says the tokenizer reads names as words"
 for row in "untrained model" "BM25 \\(whitespace\\)" "BM25 \\(code identifiers\\)" "trained model" "hybrid"; do
     expect_in "$scratch/run/results.json" "\"name\": \"$row" "results.json has the row $row"

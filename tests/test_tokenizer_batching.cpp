@@ -12,6 +12,8 @@
 #include <tuple>
 #include <vector>
 
+#include <sentencepiece_trainer.h>
+
 #include "data/batching.h"
 #include "data/identifier_words.h"
 #include "data/no_duplicates_sampler.h"
@@ -183,17 +185,18 @@ TEST_CASE("tokenizer: encode_with_offsets gives encode_ids' pieces, each at the 
 }
 
 TEST_CASE("identifier words: names split into lower-case words, each byte traced to the byte it came from") {
-    CHECK(identifier_words("getLineNumber(self)").text == "get line number(self)");
+    CHECK(identifier_words("getLineNumber(self)").text == "get line number ( self ) ");
     CHECK(identifier_words("line_number").text == "line _ number");
     CHECK(identifier_words("HTTPServer").text == "http server");
     CHECK(identifier_words("utf8Decode").text == "utf8 decode");
-    CHECK(identifier_words("os.path.join(a, b)").text == "os.path.join(a, b)");
-    CHECK(identifier_words("Return the value.").text == "return the value.");
+    CHECK(identifier_words("os.path.join(a, b)").text == "os . path . join ( a ,  b ) ");
+    CHECK(identifier_words("Return the value.").text == "return the value . ");
     CHECK(identifier_words("학교 ABC").text == "학교 abc");
     CHECK(identifier_words("").text.empty());
     IdentifierWords words = identifier_words("aB_c");  // "a b _ c"
     CHECK(words.text == "a b _ c");
-    CHECK(words.source == std::vector<int64_t>{0, 1, 1, 2, 2, 2, 3});
+    CHECK(words.source == std::vector<int64_t>{0, 1, 1, 2, 2, 3, 3});  // an added space: the byte after it
+    CHECK(words.added == std::vector<bool>{false, true, false, true, false, true, false});
     // Twice reads as once, up to runs of spaces (SentencePiece reads a run as one).
     auto squeezed = [](std::string text) {
         text.erase(std::unique(text.begin(), text.end(), [](char a, char b) { return a == ' ' && b == ' '; }), text.end());
@@ -233,7 +236,16 @@ TEST_CASE("tokenizer: identifier_words gives a docstring's words and the code's 
     CHECK(loaded.reads_identifier_words());
     CHECK(trained.vocab_size() == 300);
 
-    const std::vector<int64_t> underscore = loaded.encode_ids("_");  // "_" reads as a word of its own
+    // Words between spaces are cut into pieces one by one, so the ids of "a b" are those of
+    // "a" followed by those of "b".
+    auto joined = [&](const std::vector<std::string>& words) {
+        std::vector<int64_t> ids;
+        for (const std::string& word : words) {
+            std::vector<int64_t> word_ids = loaded.encode_ids(word);
+            ids.insert(ids.end(), word_ids.begin(), word_ids.end());
+        }
+        return ids;
+    };
     int64_t plain_camel_matches = 0;
     for (const std::string& line : generated_code_lines(20)) {
         CAPTURE(line);
@@ -241,22 +253,27 @@ TEST_CASE("tokenizer: identifier_words gives a docstring's words and the code's 
         // "Return the kabo lemi." names "kabo lemi"; the code names it "kabo_lemi" and "kaboLemi".
         const size_t the = line.find("the ") + 4, dot = line.find('.');
         const std::string prose = line.substr(the, dot - the);
+        const std::string first = prose.substr(0, prose.find(' ')), second = prose.substr(prose.find(' ') + 1);
         const std::string snake = line.substr(line.find('\n') + 1, line.find(" = ") - line.find('\n') - 1);
         const std::string camel = line.substr(line.find(" = ") + 3, line.size() - line.find(" = ") - 5);
-        std::vector<int64_t> snake_ids = loaded.encode_ids(snake);
-        for (int64_t id : underscore) snake_ids.erase(std::remove(snake_ids.begin(), snake_ids.end(), id), snake_ids.end());
-        CHECK(loaded.encode_ids(camel) == loaded.encode_ids(prose));
-        CHECK(snake_ids == loaded.encode_ids(prose));
+        CHECK(loaded.encode_ids(prose) == joined({first, second}));
+        CHECK(loaded.encode_ids(camel) == joined({first, second}));
+        CHECK(loaded.encode_ids(snake) == joined({first, "_", second}));
+        // A name after punctuation still starts a word: "self.kaboLemi", "f(kabo_lemi)".
+        CHECK(loaded.encode_ids("self." + camel) == joined({"self", ".", first, second}));
+        CHECK(loaded.encode_ids("f(" + snake + ")") == joined({"f", "(", first, "_", second, ")"}));
         plain_camel_matches += plain.encode_ids(camel) == plain.encode_ids(prose);
 
-        // Offsets point into the text as given: each piece covers the bytes it was read from.
-        Tokenizer::PiecesWithOffsets pieces = loaded.encode_with_offsets(camel);
-        CHECK(pieces.ids == loaded.encode_ids(camel));
+        // Offsets point into the text as given: each piece covers the bytes it was read from
+        // (a piece of added spaces alone covers none).
+        const std::string code = "self." + camel + "(" + snake + ")";
+        Tokenizer::PiecesWithOffsets pieces = loaded.encode_with_offsets(code);
+        CHECK(pieces.ids == loaded.encode_ids(code));
         int64_t previous_end = 0;
         for (size_t i = 0; i < pieces.ids.size(); ++i) {
             CHECK(pieces.begin[i] >= previous_end);
-            CHECK(pieces.end[i] <= static_cast<int64_t>(camel.size()));
-            std::string covered = identifier_words(camel.substr(static_cast<size_t>(pieces.begin[i]),
+            CHECK(pieces.end[i] <= static_cast<int64_t>(code.size()));
+            std::string covered = identifier_words(code.substr(static_cast<size_t>(pieces.begin[i]),
                                                                 static_cast<size_t>(pieces.end[i] - pieces.begin[i]))).text;
             covered.erase(std::remove(covered.begin(), covered.end(), ' '), covered.end());
             if (pieces.ids[i] != loaded.unknown_id()) CHECK(loaded.decode({pieces.ids[i]}).find(covered) != std::string::npos);
@@ -264,6 +281,22 @@ TEST_CASE("tokenizer: identifier_words gives a docstring's words and the code's 
         }
     }
     CHECK(plain_camel_matches == 0);  // without identifier words, "kaboLemi" and "kabo lemi" never share all pieces
+}
+
+TEST_CASE("tokenizer: a model of the first identifier-words rule (punctuation attached) is refused at load") {
+    TemporaryDirectory directory;
+    {
+        std::ofstream lines(directory.file("lines.txt"));
+        for (const std::string& line : generated_code_lines(300)) lines << line << "\n";
+    }
+    // Trained by SentencePiece directly, with the first rule's marker, as such a model was.
+    const std::string prefix = (directory.path / "tokenizer").string();
+    sentencepiece::util::Status status = sentencepiece::SentencePieceTrainer::Train(
+        "--input=" + directory.file("lines.txt") + " --model_prefix=" + prefix +
+        " --vocab_size=120 --pad_id=0 --unk_id=1 --bos_id=-1 --eos_id=-1 --minloglevel=2"
+        " --control_symbols=<identifier-words>");
+    REQUIRE(status.ok());
+    CHECK_ERROR_MENTIONS(Tokenizer::load(directory.path.string()), "first rule");
 }
 
 TEST_CASE("tokenizer: ids and mask are right-padded, capped at max_length, and agree with encode_ids") {

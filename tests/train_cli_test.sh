@@ -168,7 +168,7 @@ expect_exit_zero "train (--format jsonl on a file named .data)"
 run train --config "$scratch/tiny.json" --train "$scratch/train.jsonl" --identifier-words --no-pretrain --max-steps 2 \
     --output "$scratch/names"
 expect_exit_zero "train --identifier-words"
-expect_in "$stdout" "names read as words \\(getLineNumber -> get line number\\)" "train --identifier-words says so"
+expect_in "$stdout" "names and words read apart from case and punctuation \\(getLineNumber\\(x\\) -> get line number \\( x \\)\\)" "train --identifier-words says so"
 expect_in "$scratch/names/results.json" '"tokenizer_identifier_words": true' "results.json says the tokenizer reads names as words"
 expect_in "$scratch/format/results.json" '"tokenizer_identifier_words": false' "without the flag the tokenizer reads pieces"
 

@@ -73,8 +73,8 @@ std::string model_card_markdown(const std::string& command, const RunConfig& con
     card += fmt::format("- Tokenizer: SentencePiece {} of {} pieces, trained on the training split (tokenizer.model){}.\n",
                         config.tokenizer_type, fact(facts, "tokenizer_pieces"),
                         facts.value("tokenizer_identifier_words", false)
-                            ? "; it reads code's names as words (getLineNumber and line_number as get line number and "
-                              "line _ number)"
+                            ? "; it reads names and words apart from case and punctuation (getLineNumber(x) and "
+                              "line_number as get line number ( x ) and line _ number)"
                             : "");
     card += fmt::format("- Lengths: queries cut at {} tokens, passages at {}{}.\n", config.max_query_length,
                         config.max_passage_length, prompted ? ", prompts included" : "");

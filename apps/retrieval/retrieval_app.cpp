@@ -210,7 +210,7 @@ std::unique_ptr<nn::EmbeddingModel> load_init(const RunConfig& config, int64_t v
     return with_model_prompts(std::move(model), wanted.query_prompt, wanted.passage_prompt);
 }
 
-// Whether the run's tokenizer reads code's names as words: the app's choice (the code app's),
+// Whether the run's tokenizer reads names as words: the app's choice (code's, StackExchange's),
 // or "app": {"identifier_words": true} in the run's config (`nce train --identifier-words`).
 bool reads_identifier_words(const RetrievalApp& app, const RunConfig& config) {
     if (app.identifier_words) return true;
@@ -270,7 +270,9 @@ nlohmann::json split_and_tokenizer_facts(const data::DatasetSplits& splits, cons
 // fewer pieces than vocab_size allows, so.
 void print_tokenizer(const data::Tokenizer& tokenizer, const RunConfig& config, const RunFiles& files) {
     fmt::print("tokenizer: {} pieces ({}){}{}\n", tokenizer.vocab_size(), files.tokenizer,
-               tokenizer.reads_identifier_words() ? "; names read as words (getLineNumber -> get line number)" : "",
+               tokenizer.reads_identifier_words()
+                   ? "; names and words read apart from case and punctuation (getLineNumber(x) -> get line number ( x ))"
+                   : "",
                tokenizer.vocab_size() < config.vocab_size
                    ? fmt::format("; the text fills no more than that of the {} asked for", config.vocab_size)
                    : "");

@@ -57,9 +57,10 @@ struct RetrievalApp {
     RunConfig defaults;       // output "runs/<name>" and the app's sizes and budget
     std::vector<LexicalTokens> bm25_variants = {LexicalTokens::Whitespace};
     bool with_rank_at_k = false;  // add rank@1 and rank@10 columns (code)
-    // The run's tokenizer reads code's names as words: "getLineNumber" and "line_number" as
-    // "get line number" and "line _ number" (data/identifier_words.h), so a docstring's words
-    // and the code's names meet on the same pieces, as BM25 over code identifiers has them meet.
+    // The run's tokenizer reads names and words apart from case and punctuation:
+    // "getLineNumber(self)" and "line_number" as "get line number ( self )" and "line _ number"
+    // (data/identifier_words.h), so a query's words and a passage's names meet on the same
+    // pieces, as BM25's tokens have them meet (code, StackExchange).
     bool identifier_words = false;
     int64_t chunk_overlap = 32;   // `index` (and chunked evaluation): tokens shared by neighbouring chunks
     // Evaluate the model with each passage cut into chunks of max_passage_length tokens (as
