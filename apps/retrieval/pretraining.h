@@ -28,11 +28,12 @@
 //
 // Steps: config.pretrain_steps, or when it is -1, sized to the corpus: six passes over its
 // windows (6 x windows / pretrain_batch_size steps), at least 50 and at most 1,000 steps: at
-// most about 5 minutes on 2 cores for any corpus (0.28 s a step on code's 128-token windows,
-// embedded in groups of similar length: run_device.h). (On the beer dump, with the learned
-// part weight, the pretrained model's MRR@10 was .556 after 348 steps, .596 after 1,000 and
-// .610 after 2,000; on code, the trained model's Rank@1 was .317 after 1,000 steps and .321
-// after 1,872: most of the gain is in by 1,000.)
+// most about 7 minutes on 2 cores for any corpus (0.3-0.4 s a step on 128-token windows,
+// embedded in groups of similar length: run_device.h; code's 1,000 steps took 293-343 s,
+// KorQuAD's 750 took 299 s). (On the beer dump, with the learned part weight, the pretrained
+// model's MRR@10 was .556 after 348 steps, .596 after 1,000 and .610 after 2,000; on code,
+// the trained model's Rank@1 was .317 after 1,000 steps and .321 after 1,872: most of the
+// gain is in by 1,000.)
 // Optimiser, schedule and clipping are the run's (learning_rate, cosine, 10% warmup).
 #pragma once
 #include <cstdint>
