@@ -81,6 +81,8 @@ public:
     std::optional<LayerNorm> term_norm;     // [d_model], only with term_weights
     std::optional<Linear> term_weight;      // [1, d_model], only with term_weights
     std::optional<Embedding> term_bias;     // [vocab_size, 1], only with term_weights
+    // log c [1], the terms' part weight; nullptr without term_weights.
+    Var* term_log_weight() { return config_.term_weights ? &term_log_weight_ : nullptr; }
 
 private:
     // The term-weight head's x [B, vocab_size] for token states [B, T, D] (text_encoder.h).

@@ -20,6 +20,28 @@ failures=0
 
 source "$(dirname "${BASH_SOURCE[0]}")/cli_test_helpers.sh"
 
+# The chosen share is in the saved model: c = exp(term_log_weight) with c^2 / (1 + c^2) = the
+# share results.json gives (term_share: of the model kept, fine-tuned or pretrained).
+check_term_shares() {
+    if /usr/bin/python3 - "$1" <<'PY'
+import json, math, struct, sys
+folder = sys.argv[1]
+def log_weight(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        entry = json.loads(f.read(n))["term_log_weight"]
+        f.seek(8 + n + entry["data_offsets"][0])
+        return struct.unpack("<f", f.read(4))[0] if entry["dtype"] == "F32" else struct.unpack("<d", f.read(8))[0]
+results = json.load(open(folder + "/results.json"))
+share = results["term_share"]["share"]
+c = math.exp(log_weight(folder + "/model.safetensors"))
+if abs(c * c / (1 + c * c) - share) > 1e-5:
+    sys.exit(f"model.safetensors: c = {c} gives share {c * c / (1 + c * c)}, results.json says {share}")
+PY
+    then pass "$(basename "$1"): model.safetensors holds the chosen term share"
+    else fail "$(basename "$1"): model.safetensors does not hold the chosen term share"; fi
+}
+
 # ---- --help on the command and every subcommand ----
 for sub in "" train eval index search; do
     run korquad $sub --help
@@ -50,6 +72,9 @@ done
 expect_in "$stdout" "positives moved off the first window" "the run says how many positives moved off the first window"
 expect_in "$stdout" "pretrained 3 steps on" "the run pretrains on the corpus first"
 expect_in "$scratch/run/results.json" "\"name\": \"pretrained model" "results.json has the pretrained row"
+expect_in "$stdout" "^term share of the fine-tuned model: the terms' part weighs" "the fine-tuned model's term share is chosen on validation"
+expect_in "$stdout" "^term share of the pretrained model: the terms' part weighs" "so is the pretrained model's, to pick the better of the two"
+check_term_shares "$scratch/run"
 expect_in "$stdout" "test passages longer than 40 tokens in overlapping chunks" "the model reads long test passages in chunks"
 expect_in "$scratch/run/metrics.svg" "<svg" "metrics.svg is an SVG"
 expect_in "$scratch/run/training_curves.svg" "polyline" "training_curves.svg draws a curve"
@@ -147,6 +172,7 @@ fi
 run korquad train --config "$scratch/tiny.json" --output "$scratch/no_pre" --seed 5 --no-pretrain
 expect_exit_zero "korquad train --no-pretrain"
 if grep -q "pretraining on the corpus" "$stdout"; then fail "--no-pretrain pretrained"; else pass "--no-pretrain skips pretraining"; fi
+check_term_shares "$scratch/no_pre"
 
 # ---- bad input for pretraining, --init and answers ----
 run korquad train --config "$scratch/tiny.json" --output "$scratch/out_init_size" --d-model 16 --init "$scratch/pre/pretrained.safetensors"

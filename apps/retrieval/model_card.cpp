@@ -66,10 +66,28 @@ std::string model_card_markdown(const std::string& command, const RunConfig& con
     std::string card;
     card += fmt::format("# {}: a text encoder trained by `{}`\n\n", config.output, command);
     card += "## What it is\n\n";
+    const bool term_weights = config.lexical_dim == kTermWeights || config.lexical_dim == kTermWeightsAndMaxPooled;
+    const int64_t pieces = facts.value("tokenizer_pieces", int64_t{0});
+    std::string heads = "masked mean pooling";
+    if (lexical_width(config) > 0) heads += fmt::format(", a max-pooled lexical head of {}", lexical_width(config));
+    if (term_weights) heads += fmt::format(", term weights over the {} pieces", pieces);
     card += fmt::format("- Model: text_encoder, d_model {}, {} layers, {} heads, feed-forward {}, dropout {}; "
-                        "masked mean pooling, unit-length embeddings of {} numbers.\n",
-                        config.d_model, config.num_layers, config.nhead, config.dim_feedforward, config.dropout,
-                        config.d_model);
+                        "{}; unit-length embeddings of {} numbers.\n",
+                        config.d_model, config.num_layers, config.nhead, config.dim_feedforward, config.dropout, heads,
+                        config.d_model + lexical_width(config) + (term_weights ? pieces : 0));
+    if (facts.contains("term_share")) {
+        const nlohmann::json& share = facts.at("term_share");
+        card += fmt::format("- Term share: the terms' part weighs {:.3f} of the score, chosen on the validation split "
+                            "(MRR@10 {:.3f}; {:.3f} at the learned share, {:.3f}).\n",
+                            share.value("share", 0.0), share.value("validation_mrr10", 0.0),
+                            share.value("learned_validation_mrr10", 0.0), share.value("learned_share", 0.0));
+    }
+    if (facts.contains("kept_pretrained")) {
+        const nlohmann::json& kept = facts.at("kept_pretrained");
+        card += fmt::format("- Kept: the pretrained model (pretrained.safetensors), which ranked the validation split "
+                            "better (MRR@10 {:.3f}) than the fine-tuned one ({:.3f}); model.safetensors is it.\n",
+                            kept.value("pretrained_validation_mrr10", 0.0), kept.value("fine_tuned_validation_mrr10", 0.0));
+    }
     card += fmt::format("- Tokenizer: SentencePiece {} of {} pieces, trained on the training split (tokenizer.model){}.\n",
                         config.tokenizer_type, fact(facts, "tokenizer_pieces"),
                         facts.value("tokenizer_identifier_words", false)

@@ -20,6 +20,7 @@
 #include "apps/retrieval/pretraining.h"
 #include "apps/retrieval/run_device.h"
 #include "apps/retrieval/svg_charts.h"
+#include "apps/retrieval/term_share.h"
 #include "apps/retrieval/text_model.h"
 #include "apps/retrieval/training_windows.h"
 #include "distributed/rank_output_folder.h"
@@ -65,6 +66,15 @@ RankedLists best_chunk_rankings(const RankedLists& by_chunk, const std::vector<P
         }
     }
     return by_passage;
+}
+
+// A split's window rankings -> passage rankings: the `depth` best passages, each as its best
+// window, from at most 8 x depth windows.
+RankedLists window_rankings(const Tensor& queries, const Tensor& windows, const std::vector<PassageChunk>& chunks,
+                            int64_t depth) {
+    return best_chunk_rankings(dense_rankings(queries, windows, std::min<int64_t>(static_cast<int64_t>(chunks.size()),
+                                                                                  8 * depth)),
+                               chunks, depth);
 }
 
 std::string bm25_row_name(LexicalTokens tokens) { return fmt::format("BM25 ({})", lexical_tokens_name(tokens)); }
@@ -313,6 +323,45 @@ nlohmann::json pretraining_facts(const PretrainingReport& report) {
             {"model_top1_on_pseudo_queries", report.model_top1}};
 }
 
+// Chooses the term part's share of the score on the validation split, read as evaluation
+// reads it (term_share.h), writes it into `model` and says what it chose. `which` names the
+// model ("fine-tuned", "pretrained").
+TermShareChoice choose_term_share_on(const RetrievalApp& app, const RunConfig& config, const data::Tokenizer& tokenizer,
+                                     nn::EmbeddingModel& model, const data::RetrievalDataset& validation,
+                                     const char* which) {
+    if (term_log_weight_of(model) == nullptr || validation.queries.empty()) return {};
+    const nn::ModelConfig& model_config = model.config();
+    Tensor queries = encode_texts(model, tokenizer, with_prompt(model_config.query_prompt, query_texts_of(validation)),
+                                  config.max_query_length, config.encode_batch_size);
+    TermShareChoice choice;
+    if (app.chunked_passages) {
+        int64_t window = passage_window(tokenizer, model_config.passage_prompt, config.max_passage_length, app.chunk_overlap);
+        std::vector<PassageChunk> chunks = chunk_passages(validation.passages, tokenizer, window, app.chunk_overlap);
+        std::vector<std::string> texts;
+        for (const PassageChunk& chunk : chunks) texts.push_back(chunk.text);
+        Tensor windows = encode_texts(model, tokenizer, with_prompt(model_config.passage_prompt, texts),
+                                      config.max_passage_length, config.encode_batch_size);
+        choice = choose_term_share(model, queries, windows, [&](const Tensor& q, const Tensor& p) {
+            return window_rankings(q, p, chunks, config.candidate_depth);
+        }, relevant_sets(validation));
+    } else {
+        Tensor passages = encode_texts(model, tokenizer, with_prompt(model_config.passage_prompt, passage_texts_of(validation)),
+                                       config.max_passage_length, config.encode_batch_size);
+        choice = choose_term_share(model, queries, passages, [&](const Tensor& q, const Tensor& p) {
+            return dense_rankings(q, p, config.candidate_depth);
+        }, relevant_sets(validation));
+    }
+    fmt::print("term share of the {} model: the terms' part weighs {:.3f} of the score, chosen on validation MRR@10 "
+               "{:.3f} (as learned {:.3f}: {:.3f})\n",
+               which, choice.share, choice.mrr, choice.learned_share, choice.learned_mrr);
+    return choice;
+}
+
+nlohmann::json term_share_fact(const TermShareChoice& choice) {
+    return {{"share", choice.share}, {"validation_mrr10", choice.mrr}, {"learned_share", choice.learned_share},
+            {"learned_validation_mrr10", choice.learned_mrr}};
+}
+
 }  // namespace
 
 data::DatasetSplits split_for_app(const RetrievalApp& app, const data::RetrievalDataset& dataset,
@@ -388,9 +437,7 @@ RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, c
         }
         Tensor p = encode_all(encoders, chunk_texts, &nn::ModelConfig::passage_prompt, config.max_passage_length,
                               passage_count);
-        return best_chunk_rankings(dense_rankings(q, p, std::min<int64_t>(static_cast<int64_t>(chunks.size()),
-                                                                          8 * config.candidate_depth)),
-                                   chunks, config.candidate_depth);
+        return window_rankings(q, p, chunks, config.candidate_depth);
     };
     auto dense = [&](nn::EmbeddingModel& encoder, const data::RetrievalDataset& split, TruncationCount* query_count,
                      TruncationCount* passage_count, int64_t* passages_in_chunks) {
@@ -507,8 +554,8 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     fmt::print("trained {} steps in {:.1f} s (last loss {:.4f}, best validation MRR@10 {:.3f})\n", training.result.steps,
                training.seconds, training.result.last_loss, training.result.best_metric.value_or(0.0));
     if (training.best_step == 0)
-        fmt::print("no training step beat the starting model on validation: the model is the start, unchanged "
-                   "(the trained model's row repeats it)\n");
+        fmt::print("no training step beat the starting model on validation: the fine-tuned model is the start, "
+                   "unchanged\n");
     print_truncation("training queries", training.queries, config.max_query_length);
     if (!app.chunked_passages) print_truncation("training passages", training.passages, config.max_passage_length);
     std::fflush(stdout);
@@ -518,6 +565,31 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
         return trained_only;
     }
 
+    // The model kept: the fine-tuned one or the pretrained one, each at the terms' share of the
+    // score that ranks validation best (term_share.h), whichever of the two ranks it better.
+    // Validation is read here as evaluation reads it (the trainer's own cuts passages at the
+    // model's length, so it can prefer fine-tuning where the windows do not).
+    TermShareChoice share = choose_term_share_on(app, config, tokenizer, *model, splits.validation, "fine-tuned");
+    if (share.chosen) {
+        facts["term_share"] = term_share_fact(share);
+        if (pretrained) {
+            std::unique_ptr<nn::EmbeddingModel> candidate = to_run_device(load_text_encoder(files.pretrained), config);
+            TermShareChoice pretrained_share =
+                choose_term_share_on(app, config, tokenizer, *candidate, splits.validation, "pretrained");
+            if (pretrained_share.mrr > share.mrr) {
+                fmt::print("the pretrained model ranks validation better than the fine-tuned one (MRR@10 {:.3f} against "
+                           "{:.3f}): the model is the pretrained one at its chosen share\n",
+                           pretrained_share.mrr, share.mrr);
+                facts["term_share"] = term_share_fact(pretrained_share);
+                facts["kept_pretrained"] = {{"pretrained_validation_mrr10", pretrained_share.mrr},
+                                            {"fine_tuned_validation_mrr10", share.mrr}};
+                model = std::move(candidate);
+            }
+        }
+        nn::save_model(files.model, *model,
+                       {{"loss", facts.contains("kept_pretrained") ? "none (the pretrained model ranked validation better)"
+                                                                   : config.loss}});
+    }
     RunOutcome outcome = evaluate_on_split(app, config, tokenizer, untrained.get(), *model, "trained model",
                                            splits.validation, splits.test, pretrained.get());
     outcome.training = training;
