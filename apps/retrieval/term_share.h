@@ -4,9 +4,10 @@
 // side, the terms' part times c = exp(term_log_weight), re-normalised as one vector, so two
 // texts score
 //
-//   score = (cos_rest + c^2 cos_terms) / (1 + c^2)       share = c^2 / (1 + c^2)
+//   score = (cos_mean + c^2 cos_terms) / (1 + c^2)       share = c^2 / (1 + c^2)
 //
-// (cos_rest: the mean part's cosine, plus a^2 times the max-pooled part's with both heads).
+// (With both heads, --lexical-dim -3, the max-pooled part a^2 cos_max joins the mean's side:
+// only c is chosen, and "share" is still c^2 / (1 + c^2), not the terms' exact share.)
 // c is learned with the rest of the model, but what it fits is the training loss at the
 // loss's temperature, not the ranking of questions the model has not seen. Measured on the
 // shared data (one run each, test split), the learned c was too small:
@@ -44,7 +45,7 @@ struct TermShareChoice {
     double mrr = 0;               // ... at the chosen one
 };
 
-// The candidate shares, in the order they are tried (the learned one comes first).
+// The candidate shares, in the order they are tried after the learned one.
 const std::vector<double>& term_share_grid();
 
 // The model's term weight c, or nullptr when it has no term-weight head.
