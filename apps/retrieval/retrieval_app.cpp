@@ -333,24 +333,21 @@ TermShareChoice choose_term_share_on(const RetrievalApp& app, const RunConfig& c
     const nn::ModelConfig& model_config = model.config();
     Tensor queries = encode_texts(model, tokenizer, with_prompt(model_config.query_prompt, query_texts_of(validation)),
                                   config.max_query_length, config.encode_batch_size);
-    TermShareChoice choice;
+    // The rows evaluation ranks: the passages, or with app.chunked_passages their windows.
+    std::vector<PassageChunk> chunks;
+    std::vector<std::string> texts = passage_texts_of(validation);
     if (app.chunked_passages) {
         int64_t window = passage_window(tokenizer, model_config.passage_prompt, config.max_passage_length, app.chunk_overlap);
-        std::vector<PassageChunk> chunks = chunk_passages(validation.passages, tokenizer, window, app.chunk_overlap);
-        std::vector<std::string> texts;
+        chunks = chunk_passages(validation.passages, tokenizer, window, app.chunk_overlap);
+        texts.clear();
         for (const PassageChunk& chunk : chunks) texts.push_back(chunk.text);
-        Tensor windows = encode_texts(model, tokenizer, with_prompt(model_config.passage_prompt, texts),
-                                      config.max_passage_length, config.encode_batch_size);
-        choice = choose_term_share(model, queries, windows, [&](const Tensor& q, const Tensor& p) {
-            return window_rankings(q, p, chunks, config.candidate_depth);
-        }, relevant_sets(validation));
-    } else {
-        Tensor passages = encode_texts(model, tokenizer, with_prompt(model_config.passage_prompt, passage_texts_of(validation)),
-                                       config.max_passage_length, config.encode_batch_size);
-        choice = choose_term_share(model, queries, passages, [&](const Tensor& q, const Tensor& p) {
-            return dense_rankings(q, p, config.candidate_depth);
-        }, relevant_sets(validation));
     }
+    Tensor rows = encode_texts(model, tokenizer, with_prompt(model_config.passage_prompt, texts), config.max_passage_length,
+                               config.encode_batch_size);
+    TermShareChoice choice = choose_term_share(model, queries, rows, [&](const Tensor& q, const Tensor& p) {
+        return app.chunked_passages ? window_rankings(q, p, chunks, config.candidate_depth)
+                                    : dense_rankings(q, p, config.candidate_depth);
+    }, relevant_sets(validation));
     fmt::print("term share of the {} model: the terms' part weighs {:.3f} of the score, chosen on validation MRR@10 "
                "{:.3f} (as learned {:.3f}: {:.3f})\n",
                which, choice.share, choice.mrr, choice.learned_share, choice.learned_mrr);

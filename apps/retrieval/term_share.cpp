@@ -36,7 +36,8 @@ Tensor with_term_columns_scaled(const Tensor& queries, int64_t vocab_size, doubl
     const int64_t rows = queries.size(0), width = queries.size(1), first_term = width - vocab_size;
     std::vector<double> values = queries.to(Device::CPU).to_vector();
     for (int64_t row = 0; row < rows; ++row)
-        for (int64_t column = first_term; column < width; ++column) values[static_cast<size_t>(row * width + column)] *= factor;
+        for (int64_t column = first_term; column < width; ++column)
+            values[static_cast<size_t>(row * width + column)] *= factor;
     return Tensor::from_vector(values, {rows, width}, queries.dtype());
 }
 
@@ -62,7 +63,10 @@ TermShareChoice choose_term_share(nn::EmbeddingModel& model, const Tensor& queri
     for (double share : term_share_grid()) {
         const double c = weight_of(share);
         const double mrr = mrr_at(c);
-        if (mrr > choice.mrr) choice = {true, choice.learned_share, share, choice.learned_mrr, mrr}, best_weight = c;
+        if (mrr <= choice.mrr) continue;
+        choice.share = share;
+        choice.mrr = mrr;
+        best_weight = c;
     }
     log_weight->set_value(Tensor::full(log_weight->shape(), std::log(best_weight), log_weight->dtype(),
                                        log_weight->value().device()));
