@@ -89,6 +89,10 @@ TEST_CASE("term share: the smallest grid share that ranks validation best, writt
     eval::RelevantSets relevant = {{0}};
     auto rank = [](const Tensor& q, const Tensor& p) { return dense_rankings(q, p, 2); };
 
+    // best_term_share finds it and leaves c as it was; choose_term_share writes it.
+    TermShareChoice found = best_term_share(*model, queries, passages, rank, relevant);
+    CHECK(found.share == doctest::Approx(0.35));
+    CHECK(term_log_weight_of(*model)->value().item() == doctest::Approx(-2.0));
     TermShareChoice choice = choose_term_share(*model, queries, passages, rank, relevant);
     CHECK(choice.chosen);
     CHECK(choice.learned_share == doctest::Approx(c0 * c0 / (1 + c0 * c0)));
@@ -106,7 +110,7 @@ TEST_CASE("term share: the smallest grid share that ranks validation best, writt
     CHECK(term_log_weight_of(*model)->value().item() == doctest::Approx(-2.0));
 }
 
-TEST_CASE("term share: a model without term weights, or no validation queries, is left as it is") {
+TEST_CASE("term share: a model without term weights is scored as it is; no validation queries, nothing chosen") {
     RunConfig config;
     config.d_model = 16;
     config.nhead = 2;
@@ -116,9 +120,15 @@ TEST_CASE("term share: a model without term weights, or no validation queries, i
     Generator generator(1);
     std::unique_ptr<nn::EmbeddingModel> plain = nn::make_model(text_encoder_config(config, 20), generator);
     CHECK(term_log_weight_of(*plain) == nullptr);
+    // Its score is its validation MRR@10 as it is: the query's answer, passage 1, ranks second.
+    Tensor query = Tensor::from_vector({1, 0}, {1, 2}, Dtype::Float32);
+    Tensor passages = Tensor::from_vector({1, 0, 0.5, 0.5}, {2, 2}, Dtype::Float32);
+    auto rank = [](const Tensor& q, const Tensor& p) { return dense_rankings(q, p, 2); };
+    TermShareChoice plain_choice = choose_term_share(*plain, query, passages, rank, {{1}});
+    CHECK_FALSE(plain_choice.chosen);
+    CHECK(plain_choice.mrr == doctest::Approx(0.5));
+    CHECK(plain_choice.learned_mrr == doctest::Approx(0.5));
     Tensor rows = Tensor::zeros({1, 16}, Dtype::Float32);
-    auto rank = [](const Tensor& q, const Tensor& p) { return dense_rankings(q, p, 1); };
-    CHECK_FALSE(choose_term_share(*plain, rows, rows, rank, {{0}}).chosen);
 
     std::unique_ptr<nn::EmbeddingModel> with_terms = small_term_model(4);
     CHECK_FALSE(choose_term_share(*with_terms, Tensor::zeros({0, 20}, Dtype::Float32), rows, rank, {}).chosen);

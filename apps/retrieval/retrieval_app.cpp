@@ -125,6 +125,7 @@ void report(const RetrievalApp& app, const RunConfig& config, const RunFiles& fi
                              {"steps", outcome.training.result.steps},
                              {"last_loss", outcome.training.result.last_loss},
                              {"best_validation_mrr@10", outcome.training.result.best_metric.value_or(-1.0)},
+                             {"best_step", outcome.training.best_step},
                              {"stopped_early", outcome.training.result.stopped_early},
                              {"batches_per_epoch", outcome.training.batches_per_epoch},
                              {"seconds", outcome.training.seconds},
@@ -323,17 +324,17 @@ nlohmann::json pretraining_facts(const PretrainingReport& report) {
             {"model_top1_on_pseudo_queries", report.model_top1}};
 }
 
-// Chooses the term part's share of the score on the validation split, read as evaluation
-// reads it (term_share.h), writes it into `model` and says what it chose. `which` names the
-// model ("fine-tuned", "pretrained").
-TermShareChoice choose_term_share_on(const RetrievalApp& app, const RunConfig& config, const data::Tokenizer& tokenizer,
-                                     nn::EmbeddingModel& model, const data::RetrievalDataset& validation,
-                                     const char* which) {
-    if (term_log_weight_of(model) == nullptr || validation.queries.empty()) return {};
+// The validation split read as evaluation reads it (passages in windows for chunked apps),
+// with the terms' share of the score that ranks it best (term_share.h); `write` sets that
+// share in the model. The trainer keeps its best step by the same measure, so the start,
+// every evaluated step and the model finally kept are compared as the end of the run reads them.
+TermShareChoice validation_term_share(const RetrievalApp& app, const RunConfig& config,
+                                      const data::Tokenizer& tokenizer, nn::EmbeddingModel& model,
+                                      const data::RetrievalDataset& validation, bool write) {
+    if (validation.queries.empty()) return {};
     const nn::ModelConfig& model_config = model.config();
     Tensor queries = encode_texts(model, tokenizer, with_prompt(model_config.query_prompt, query_texts_of(validation)),
                                   config.max_query_length, config.encode_batch_size);
-    // The rows evaluation ranks: the passages, or with app.chunked_passages their windows.
     std::vector<PassageChunk> chunks;
     std::vector<std::string> texts = passage_texts_of(validation);
     if (app.chunked_passages) {
@@ -344,14 +345,13 @@ TermShareChoice choose_term_share_on(const RetrievalApp& app, const RunConfig& c
     }
     Tensor rows = encode_texts(model, tokenizer, with_prompt(model_config.passage_prompt, texts), config.max_passage_length,
                                config.encode_batch_size);
-    TermShareChoice choice = choose_term_share(model, queries, rows, [&](const Tensor& q, const Tensor& p) {
+    RankRows rank = [&](const Tensor& q, const Tensor& p) {
         return app.chunked_passages ? window_rankings(q, p, chunks, config.candidate_depth)
                                     : dense_rankings(q, p, config.candidate_depth);
-    }, relevant_sets(validation));
-    fmt::print("term share of the {} model: the terms' part weighs {:.3f} of the score, chosen on validation MRR@10 "
-               "{:.3f} (as learned {:.3f}: {:.3f})\n",
-               which, choice.share, choice.mrr, choice.learned_share, choice.learned_mrr);
-    return choice;
+    };
+    eval::RelevantSets relevant = relevant_sets(validation);
+    return write ? choose_term_share(model, queries, rows, rank, relevant)
+                 : best_term_share(model, queries, rows, rank, relevant);
 }
 
 nlohmann::json term_share_fact(const TermShareChoice& choice) {
@@ -547,12 +547,18 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
                config.d_model, config.num_layers, config.loss, config.max_steps, config.batch_size, num_threads());
     std::fflush(stdout);
     new_folder.keep();  // from here on a failure names the last good checkpoint, which must stay
-    TrainingReport training = train_text_encoder(*model, tokenizer, train, splits.validation, config, files);
+    ValidationScore validation_score = [&](nn::EmbeddingModel& scored) {
+        return validation_term_share(app, config, tokenizer, scored, splits.validation, false).mrr;
+    };
+    TrainingReport training = train_text_encoder(*model, tokenizer, train, splits.validation, config, files,
+                                                 /*start_is_a_candidate=*/true, validation_score);
     fmt::print("trained {} steps in {:.1f} s (last loss {:.4f}, best validation MRR@10 {:.3f})\n", training.result.steps,
                training.seconds, training.result.last_loss, training.result.best_metric.value_or(0.0));
     if (training.best_step == 0)
-        fmt::print("no training step beat the starting model on validation: the fine-tuned model is the start, "
-                   "unchanged\n");
+        fmt::print("no training step beat the {} model on validation: the model kept is the start, unchanged\n",
+                   pretrained ? "pretrained" : "starting");
+    if (training.best_step == 0 && pretrained)
+        facts["kept_pretrained"] = {{"validation_mrr10", training.result.best_metric.value_or(0.0)}};
     print_truncation("training queries", training.queries, config.max_query_length);
     if (!app.chunked_passages) print_truncation("training passages", training.passages, config.max_passage_length);
     std::fflush(stdout);
@@ -562,30 +568,15 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
         return trained_only;
     }
 
-    // The model kept: the fine-tuned one or the pretrained one, each at the terms' share of the
-    // score that ranks validation best (term_share.h), whichever of the two ranks it better.
-    // Validation is read here as evaluation reads it (the trainer's own cuts passages at the
-    // model's length, so it can prefer fine-tuning where the windows do not).
-    TermShareChoice share = choose_term_share_on(app, config, tokenizer, *model, splits.validation, "fine-tuned");
+    // The model kept at the terms' share of the score that ranks validation best (term_share.h).
+    TermShareChoice share = validation_term_share(app, config, tokenizer, *model, splits.validation, true);
     if (share.chosen) {
+        fmt::print("term share: the terms' part weighs {:.3f} of the score, chosen on validation MRR@10 {:.3f} (as "
+                   "learned {:.3f}: {:.3f})\n", share.share, share.mrr, share.learned_share, share.learned_mrr);
         facts["term_share"] = term_share_fact(share);
-        if (pretrained) {
-            std::unique_ptr<nn::EmbeddingModel> candidate = to_run_device(load_text_encoder(files.pretrained), config);
-            TermShareChoice pretrained_share =
-                choose_term_share_on(app, config, tokenizer, *candidate, splits.validation, "pretrained");
-            if (pretrained_share.mrr > share.mrr) {
-                fmt::print("the pretrained model ranks validation better than the fine-tuned one (MRR@10 {:.3f} against "
-                           "{:.3f}): the model is the pretrained one at its chosen share\n",
-                           pretrained_share.mrr, share.mrr);
-                facts["term_share"] = term_share_fact(pretrained_share);
-                facts["kept_pretrained"] = {{"pretrained_validation_mrr10", pretrained_share.mrr},
-                                            {"fine_tuned_validation_mrr10", share.mrr}};
-                model = std::move(candidate);
-            }
-        }
         nn::save_model(files.model, *model,
-                       {{"loss", facts.contains("kept_pretrained") ? "none (the pretrained model ranked validation better)"
-                                                                   : config.loss}});
+                       {{"loss", training.best_step == 0 && pretrained ? "none (no step beat the pretrained model)"
+                                                                       : config.loss}});
     }
     RunOutcome outcome = evaluate_on_split(app, config, tokenizer, untrained.get(), *model, "trained model",
                                            splits.validation, splits.test, pretrained.get());

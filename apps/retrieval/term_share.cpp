@@ -41,34 +41,44 @@ Tensor with_term_columns_scaled(const Tensor& queries, int64_t vocab_size, doubl
     return Tensor::from_vector(values, {rows, width}, queries.dtype());
 }
 
-TermShareChoice choose_term_share(nn::EmbeddingModel& model, const Tensor& queries, const Tensor& rows,
-                                  const std::function<RankedLists(const Tensor&, const Tensor&)>& rank,
-                                  const eval::RelevantSets& relevant) {
+TermShareChoice best_term_share(nn::EmbeddingModel& model, const Tensor& queries, const Tensor& rows,
+                                const RankRows& rank, const eval::RelevantSets& relevant) {
     TermShareChoice choice;
+    if (queries.size(0) == 0) return choice;
+    auto mrr_of = [&](const Tensor& scaled_queries) {
+        return eval::retrieval_metrics(rank(scaled_queries, rows).passages, relevant, {10}).at(10).mrr;
+    };
     Var* log_weight = term_log_weight_of(model);
-    if (log_weight == nullptr || queries.size(0) == 0) return choice;
+    if (log_weight == nullptr) {
+        choice.learned_mrr = choice.mrr = mrr_of(queries);
+        return choice;
+    }
     const int64_t vocab_size = model.config().vocab_size;
     const double learned = std::exp(log_weight->value().item());  // c0
     auto mrr_at = [&](double c) {
         const double factor = (c / learned) * (c / learned);
-        RankedLists ranked = rank(with_term_columns_scaled(queries, vocab_size, factor), rows);
-        return eval::retrieval_metrics(ranked.passages, relevant, {10}).at(10).mrr;
+        return mrr_of(with_term_columns_scaled(queries, vocab_size, factor));
     };
     choice.chosen = true;
     choice.learned_share = share_of(learned);
     choice.learned_mrr = mrr_at(learned);
     choice.share = choice.learned_share;
     choice.mrr = choice.learned_mrr;
-    double best_weight = learned;
     for (double share : term_share_grid()) {
-        const double c = weight_of(share);
-        const double mrr = mrr_at(c);
+        const double mrr = mrr_at(weight_of(share));
         if (mrr <= choice.mrr) continue;
         choice.share = share;
         choice.mrr = mrr;
-        best_weight = c;
     }
-    log_weight->set_value(Tensor::full(log_weight->shape(), std::log(best_weight), log_weight->dtype(),
+    return choice;
+}
+
+TermShareChoice choose_term_share(nn::EmbeddingModel& model, const Tensor& queries, const Tensor& rows,
+                                  const RankRows& rank, const eval::RelevantSets& relevant) {
+    TermShareChoice choice = best_term_share(model, queries, rows, rank, relevant);
+    if (!choice.chosen || choice.share == choice.learned_share) return choice;  // c stays exactly as learned
+    Var* log_weight = term_log_weight_of(model);
+    log_weight->set_value(Tensor::full(log_weight->shape(), std::log(weight_of(choice.share)), log_weight->dtype(),
                                        log_weight->value().device()));
     return choice;
 }

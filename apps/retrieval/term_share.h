@@ -54,12 +54,19 @@ Var* term_log_weight_of(nn::EmbeddingModel& model);
 // Scales the term columns (the last vocab_size) of query rows [Q, D] by factor.
 Tensor with_term_columns_scaled(const Tensor& queries, int64_t vocab_size, double factor);
 
-// Chooses the share on validation and writes c into `model`. queries [Q, D] and rows [N, D]:
-// the model's embeddings of the validation queries and passages (or windows) at its current
-// c; rank(queries, rows) turns them into passage rankings the app's way (a passage as its
-// best window); relevant: the validation answers.
+using RankRows = std::function<RankedLists(const Tensor&, const Tensor&)>;
+
+// The share that ranks validation best, the model left as it is. queries [Q, D] and rows
+// [N, D]: the model's embeddings of the validation queries and passages (or windows) at its
+// current c; rank(queries, rows) turns them into passage rankings the app's way (a passage as
+// its best window); relevant: the validation answers. For a model without term weights
+// `chosen` is false and `mrr` is its validation MRR@10 as it is (so the trainer can score any
+// model this way); with no validation query everything is 0.
+TermShareChoice best_term_share(nn::EmbeddingModel& model, const Tensor& queries, const Tensor& rows,
+                                const RankRows& rank, const eval::RelevantSets& relevant);
+
+// best_term_share, then c written into `model` when it has term weights.
 TermShareChoice choose_term_share(nn::EmbeddingModel& model, const Tensor& queries, const Tensor& rows,
-                                  const std::function<RankedLists(const Tensor&, const Tensor&)>& rank,
-                                  const eval::RelevantSets& relevant);
+                                  const RankRows& rank, const eval::RelevantSets& relevant);
 
 }  // namespace nce::apps::retrieval

@@ -277,7 +277,8 @@ const std::vector<std::string>& training_loss_names() {
 
 TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer,
                                   const data::RetrievalDataset& train, const data::RetrievalDataset& validation,
-                                  const RunConfig& config, const RunFiles& files, bool start_is_a_candidate) {
+                                  const RunConfig& config, const RunFiles& files, bool start_is_a_candidate,
+                                  const ValidationScore& score) {
     strategy_for(config.loss);
     nn::set_checkpoint_activations(model, config.checkpoint_activations);
     const std::map<std::string, std::string> parameters = loss_parameters(config);
@@ -357,12 +358,13 @@ TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokeniz
     };
     eval::RelevantSets validation_relevant;
     std::vector<std::string> validation_queries, validation_passages;
-    if (options.evaluate_every > 0) {
+    if (options.evaluate_every > 0 && !score) {
         validation_relevant = relevant_sets(validation);
         validation_queries = as_queries(model, texts_of_queries(validation));
         validation_passages = as_passages(model, texts_of_passages(validation));
     }
     auto evaluate = [&](nn::EmbeddingModel& evaluated) {
+        if (score) return score(evaluated);
         Tensor q = encode_texts(evaluated, tokenizer, validation_queries, config.max_query_length, config.encode_batch_size);
         Tensor p = encode_texts(evaluated, tokenizer, validation_passages, config.max_passage_length,
                                 config.encode_batch_size);

@@ -29,6 +29,7 @@
 // with no usable batch is an error naming the loss and the data.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -53,8 +54,13 @@ struct TrainingReport {
     int64_t best_step = -1;          // the step of the kept parameters (0: the start); -1: no evaluation
 };
 
+// A model's validation score (higher is better): what the trainer keeps its best step by.
+using ValidationScore = std::function<double(nn::EmbeddingModel&)>;
+
 // Trains `model` in place on `train`, scoring MRR@10 on `validation` every
-// config.evaluate_every steps (dense exact search over the validation passages). Writes
+// config.evaluate_every steps: dense exact search over the validation passages as they are,
+// or `score` when given (the retrieval apps score as their end-of-run choice does: passages
+// read in windows, the terms at their best share, so the best step is best by that). Writes
 // files.log, files.best_checkpoint and files.last_checkpoint; at the end the model holds the
 // best evaluated parameters (or the last ones when there was no evaluation) and is saved as
 // files.model. With start_is_a_candidate the starting parameters are scored before step 1 and
@@ -64,6 +70,7 @@ struct TrainingReport {
 // the step).
 TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer,
                                   const data::RetrievalDataset& train, const data::RetrievalDataset& validation,
-                                  const RunConfig& config, const RunFiles& files, bool start_is_a_candidate = true);
+                                  const RunConfig& config, const RunFiles& files, bool start_is_a_candidate = true,
+                                  const ValidationScore& score = {});
 
 }  // namespace nce::apps::retrieval
