@@ -35,7 +35,9 @@ IdentifierWords identifier_words(const std::string& text) {
             continue;
         }
         if (is_upper(c)) {
-            if (is_lower(before) || is_digit(before) || (is_upper(before) && is_lower(after))) add_space(i);
+            // The plural s of an acronym ("IPAs", "URLs") is no word's start.
+            const bool plural = after == 's' && !(i + 2 < text.size() && is_lower(text[i + 2]));
+            if (is_lower(before) || is_digit(before) || (is_upper(before) && is_lower(after) && !plural)) add_space(i);
             emit(static_cast<char>(c - 'A' + 'a'), i);
             continue;
         }

@@ -13,6 +13,7 @@
 //   "getLineNumber(self)"  -> "get line number ( self ) "
 //   "line_number"          -> "line _ number"
 //   "HTTPServer"           -> "http server"
+//   "IPAs", "URLs"         -> "ipas", "urls"
 //   "os.path.join"         -> "os . path . join"
 //
 // The rules, byte by byte (ASCII only; every other byte is copied unchanged):
@@ -21,7 +22,8 @@
 //                          space on each side: "(" becomes " ( "
 //   an upper-case letter   gets a space before it when the byte before is a lower-case letter
 //                          or a digit ("eN" in "lineNumber"), or is upper-case while the byte
-//                          after is lower-case (the "PS" of "HTTPServer"); it is then lower-cased
+//                          after is lower-case (the "PS" of "HTTPServer") but not a plural's
+//                          lone s ("IPAs" and "URLs" stay one word); it is then lower-cased
 // Applying it twice gives the same pieces as once (only runs of spaces differ, and
 // SentencePiece reads a run of spaces as one).
 //

@@ -188,6 +188,11 @@ TEST_CASE("identifier words: names split into lower-case words, each byte traced
     CHECK(identifier_words("getLineNumber(self)").text == "get line number ( self ) ");
     CHECK(identifier_words("line_number").text == "line _ number");
     CHECK(identifier_words("HTTPServer").text == "http server");
+    // An acronym's plural s stays on it; a capital followed by a word still starts one.
+    CHECK(identifier_words("IPAs and URLs").text == "ipas and urls");
+    CHECK(identifier_words("getURLs()").text == "get urls (  ) ");
+    CHECK(identifier_words("HTTPSetup").text == "http setup");
+    CHECK(identifier_words("IDsList").text == "ids list");
     CHECK(identifier_words("utf8Decode").text == "utf8 decode");
     CHECK(identifier_words("os.path.join(a, b)").text == "os . path . join ( a ,  b ) ");
     CHECK(identifier_words("Return the value.").text == "return the value . ");
