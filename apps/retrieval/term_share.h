@@ -17,8 +17,9 @@
 //
 // So at the end of a run the share is chosen as the hybrid's fusion weight is: the one with
 // the best validation MRR@10 among the learned share and the grid 0.05, 0.10, ..., 0.95, 0.99,
-// 0.999 (ties keep the learned share, then the smaller share). The run does this for the
-// fine-tuned and the pretrained model and keeps the better (retrieval_app.cpp). One encoding
+// 0.999 (ties keep the learned share, then the smaller share). The trainer scores the start
+// and every evaluated step at its best share too (retrieval_app.cpp), so the step it keeps is
+// the best by the measure the run ends with. One encoding
 // serves every candidate: with the model's embeddings at its learned c0, multiplying a
 // query's term columns by (c / c0)^2 gives inner products
 //
