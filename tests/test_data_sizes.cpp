@@ -1,11 +1,14 @@
 // Settings sized to the data (apps/retrieval/data_sizes.h): the vocabulary rule, the length
 // rule, and that a value the user chose is kept.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "apps/retrieval/data_sizes.h"
+#include "data/tokenizer.h"
 
 using namespace nce::apps::retrieval;
 
@@ -48,4 +51,23 @@ TEST_CASE("data sizes: only the settings left at -1 are sized") {
     config.vocab_size = kSizedToData;
     size_vocabulary(config, texts_of(1000, 100));
     CHECK(config.vocab_size == 1900);
+}
+
+TEST_CASE("data sizes: long queries are read up to 256 tokens, long passages in windows of 128") {
+    // Queries and passages of 400 words each: both past their caps, so the caps are what show.
+    const std::filesystem::path folder =
+        std::filesystem::temp_directory_path() / ("nce_test_data_sizes_" + std::to_string(getpid()));
+    std::vector<std::string> texts = texts_of(20, 400);
+    nce::data::TokenizerOptions options;
+    options.vocab_size = 60;
+    options.exact_vocab_size = false;
+    nce::data::Tokenizer tokenizer = nce::data::Tokenizer::train(texts, options, folder.string());
+    REQUIRE(tokenizer.encode_ids(texts[0]).size() > 256);
+    RunConfig config;
+    config.max_query_length = kSizedToData;
+    config.max_passage_length = kSizedToData;
+    size_lengths(config, tokenizer, texts, texts);
+    CHECK(config.max_query_length == 256);
+    CHECK(config.max_passage_length == 128);
+    std::filesystem::remove_all(folder);
 }

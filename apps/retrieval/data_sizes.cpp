@@ -47,9 +47,9 @@ void size_lengths(RunConfig& config, const data::Tokenizer& tokenizer, const std
     };
     if (config.max_query_length == kSizedToData) {
         NCE_CHECK(!queries.empty(), "no training queries to size --max-query-length from; give the flag");
-        config.max_query_length = length_for(token_counts(queries, config.query_prompt), 0.95, 16, 128);
+        config.max_query_length = length_for(token_counts(queries, config.query_prompt), 0.95, 16, 256);
         fmt::print("sized to the data: queries cut at {} tokens (the training queries' 95th percentile, within "
-                   "16..128; --max-query-length sets it)\n", config.max_query_length);
+                   "16..256; --max-query-length sets it)\n", config.max_query_length);
     }
     if (config.max_passage_length == kSizedToData) {
         NCE_CHECK(!passages.empty(), "no training passages to size --max-passage-length from; give the flag");
