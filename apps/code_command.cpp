@@ -89,6 +89,7 @@ retrieval::RetrievalApp code_app() {
     app.defaults = code_defaults();
     app.bm25_variants = {retrieval::LexicalTokens::Whitespace, retrieval::LexicalTokens::CodeIdentifiers};
     app.with_rank_at_k = true;
+    app.tested_metric = "rank@1";
     app.identifier_words = true;
     app.chunk_overlap = 16;
     auto facts = std::make_shared<CorpusFacts>();

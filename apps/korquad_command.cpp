@@ -74,6 +74,7 @@ retrieval::RetrievalApp korquad_app() {
     defaults.evaluate_every = 50;
     defaults.app = {{"articles", 300}};
     app.bm25_variants = {retrieval::LexicalTokens::Whitespace, retrieval::LexicalTokens::WhitespaceAndBigrams};
+    app.tested_metric = "recall@1";
     app.chunk_overlap = 24;
     app.chunked_passages = true;  // KorQuAD contexts run long: the model reads them whole, in chunks
     app.load_dataset = load_korquad;

@@ -79,6 +79,11 @@ expect_in "$stdout" "pretrained 3 steps on" "the run pretrains on the corpus fir
 expect_in "$scratch/run/results.json" "\"name\": \"pretrained model" "results.json has the pretrained row"
 expect_in "$stdout" "^term share: the terms' part weighs" "the kept model's term share is chosen on validation"
 check_term_shares "$scratch/run"
+# Each row but BM25's is tested against the hybrid's BM25 variant on recall@1 (paired bootstrap).
+expect_in "$stdout" "^vs BM25 \\(whitespace(\\+bigrams)?\\) recall@1: each row minus" "the run says what the mark column tests"
+expect_in "$stdout" "^trained model .* [+-][0-9]\\.[0-9]{3} p[<=][0-9.]+( \\*)?$" "the trained model's row is marked against BM25"
+expect_in "$stdout" "^hybrid .* [+-][0-9]\\.[0-9]{3} p[<=][0-9.]+( \\*)?$" "the hybrid's row is marked against BM25"
+expect_in "$scratch/run/results.json" '"against_bm25"' "results.json keeps the tests against BM25"
 expect_in "$stdout" "test passages longer than 40 tokens in overlapping chunks" "the model reads long test passages in chunks"
 expect_in "$scratch/run/metrics.svg" "<svg" "metrics.svg is an SVG"
 expect_in "$scratch/run/training_curves.svg" "polyline" "training_curves.svg draws a curve"

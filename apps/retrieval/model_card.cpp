@@ -6,12 +6,18 @@
 namespace nce::apps::retrieval {
 namespace {
 
-// A markdown table of the metric table: one row per ranker, "value [low, high]" cells.
+// A markdown table of the metric table: one row per ranker, "value [low, high]" cells, and
+// the mark column where the table has one.
 std::string markdown_table(const MetricTable& table) {
     std::string text = "| ranker |";
     std::string rule = "|---|";
     for (const std::string& column : table.columns) {
         text += " " + column + " |";
+        rule += "---|";
+    }
+    bool with_marks = !table.mark_column.empty();
+    if (with_marks) {
+        text += " " + table.mark_column + " |";
         rule += "---|";
     }
     text += "\n" + rule + "\n";
@@ -26,6 +32,7 @@ std::string markdown_table(const MetricTable& table) {
                                                         interval == row.intervals.end() ? nullptr : &interval->second);
             text += " " + cell + " |";
         }
+        if (with_marks) text += " " + row.mark + " |";
         text += "\n";
     }
     return text;
@@ -38,7 +45,11 @@ std::string fact(const nlohmann::json& facts, const char* key) {
 }
 
 // A prompt as it reads in the card: in quotes (JSON's), so its spaces show; "" for none.
-std::string quoted(const std::string& prompt) { return "`" + nlohmann::json(prompt).dump() + "`"; }
+std::string quoted(const std::string& prompt) {
+    std::string text = "`";
+    text += nlohmann::json(prompt).dump();
+    return text + "`";
+}
 
 std::string split_line(const nlohmann::json& facts) {
     if (!facts.contains("split")) return "";
@@ -113,8 +124,11 @@ std::string model_card_markdown(const std::string& command, const RunConfig& con
     card += fmt::format("- Seed {}, {} threads, {:.0f} s for the whole run; every setting is in config.json.\n",
                         config.seed, fact(facts, "threads"), facts.value("seconds", 0.0));
     card += "\n## How well it retrieves\n\n";
-    card += "On the test split (each cell: the mean over the test queries and its 95% bootstrap interval; "
-            "intervals that overlap are no evidence of a difference):\n\n";
+    card += "On the test split (each cell: the mean over the test queries and its 95% bootstrap interval";
+    if (!table.mark_column.empty())
+        card += "; the last column: the row minus BM25 with a paired bootstrap test on the same queries, * where "
+                "the difference is beyond the noise at 5%, which overlapping intervals do not decide";
+    card += "):\n\n";
     card += markdown_table(table);
     card += "\n![the metric table as bars](metrics.svg)\n\n![training loss and validation MRR@10](training_curves.svg)\n";
     card += "\n## How to use it\n\n";

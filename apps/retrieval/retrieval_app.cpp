@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -115,6 +116,7 @@ void report(const RetrievalApp& app, const RunConfig& config, const RunFiles& fi
                        {"dense_weight", outcome.fusion.dense_weight},
                        {"chosen_on", "validation MRR@10"},
                        {"validation_mrr@10", outcome.fusion.validation_mrr}};
+    extra["against_bm25"] = baseline_comparison_to_json(outcome.against_bm25);
     extra["truncated"] = {{"test_queries", outcome.test_queries.truncated},
                           {"test_passages", app.chunked_passages ? 0 : outcome.test_passages.truncated},
                           {"test_passages_read_in_chunks", outcome.test_passages_in_chunks},
@@ -146,6 +148,7 @@ void report(const RetrievalApp& app, const RunConfig& config, const RunFiles& fi
     if (trained && fs::exists(files.log))
         write_training_curves_svg(files.log, files.curves_svg, fmt::format("nce {}: training ({})", app.name, config.loss));
     fmt::print("\n{}\n", format_metric_table(outcome.table));
+    fmt::print("{}", baseline_comparison_note(outcome.against_bm25));
     fmt::print("hybrid: {:.2f} x dense + {:.2f} x BM25 (min-max normalised per query; weight chosen on validation MRR@10 "
                "{:.3f})\n",
                outcome.fusion.dense_weight, 1 - outcome.fusion.dense_weight, outcome.fusion.validation_mrr);
@@ -480,6 +483,14 @@ RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, c
         score_rankings(fmt::format("hybrid (BM25 {} + {})", lexical_tokens_name(best_tokens), model_row),
                        fuse_rankings(best_test_lexical, model_test, outcome.fusion.dense_weight), test_relevant,
                        columns, bootstrap));
+    // Every row but BM25's against the BM25 variant the hybrid fuses, on the app's metric.
+    NCE_CHECK(std::find(columns.begin(), columns.end(), app.tested_metric) != columns.end(),
+              "nce {}: the tested metric {} is not a column of the table", app.name, app.tested_metric);
+    std::vector<std::string> tested_rows;
+    for (const MetricRow& row : outcome.table.rows)
+        if (row.name.rfind("BM25 (", 0) != 0) tested_rows.push_back(row.name);
+    outcome.against_bm25 = mark_rows_against_baseline(outcome.table, bm25_row_name(best_tokens), tested_rows,
+                                                      app.tested_metric, 0.05, bootstrap);
     return outcome;
 }
 

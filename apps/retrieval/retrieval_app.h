@@ -34,7 +34,9 @@
 // pretrained model "pretrained (+) trained model (one vector)": both models' unit vectors
 // concatenated over sqrt 2 (one index; scores are the mean of the two models'), "hybrid (BM25 <tokens> + trained)". The hybrid fuses the BM25 variant with
 // the best validation MRR@10 (see rankings.h for the fusion and its weight). Each cell has its
-// 95% interval, a bootstrap over the test queries seeded with the run's seed (metric_table.h).
+// 95% interval, a bootstrap over the test queries seeded with the run's seed (metric_table.h),
+// and each row but BM25's is marked with its paired test against that BM25 variant on the
+// app's tested metric (against_baseline.h).
 #pragma once
 #include <functional>
 #include <optional>
@@ -42,6 +44,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/retrieval/against_baseline.h"
 #include "apps/retrieval/metric_table.h"
 #include "apps/retrieval/rankings.h"
 #include "apps/retrieval/run_config.h"
@@ -57,6 +60,9 @@ struct RetrievalApp {
     RunConfig defaults;       // output "runs/<name>" and the app's sizes and budget
     std::vector<LexicalTokens> bm25_variants = {LexicalTokens::Whitespace};
     bool with_rank_at_k = false;  // add rank@1 and rank@10 columns (code)
+    // The column on which the model rows and the hybrid are tested against BM25 (paired
+    // bootstrap, against_baseline.h): the metric the app is judged by.
+    std::string tested_metric = "mrr@10";
     // The run's tokenizer reads names and words apart from case and punctuation:
     // "getLineNumber(self)" and "line_number" as "get line number ( self )" and "line _ number"
     // (data/identifier_words.h), so a query's words and a passage's names meet on the same
@@ -86,6 +92,7 @@ struct RetrievalApp {
 struct RunOutcome {
     MetricTable table;
     FusionChoice fusion;
+    BaselineComparison against_bm25;  // the model rows and the hybrid against the hybrid's BM25
     TrainingReport training;        // empty for eval
     TruncationCount test_queries;   // test texts beyond the maximum lengths
     TruncationCount test_passages;

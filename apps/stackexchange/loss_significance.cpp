@@ -23,13 +23,6 @@ const std::vector<double>& per_query_values(const retrieval::MetricTable& table,
 
 }  // namespace
 
-std::string significance_mark(const eval::PairedBootstrapTest& test, double alpha, int64_t resamples) {
-    const char* star = test.significant(alpha) ? " *" : "";
-    // p = 0: no replicate flipped the sign; all one can say is p < 1/resamples.
-    if (test.p_value == 0) return fmt::format("p<{:g}{}", 1.0 / static_cast<double>(resamples), star);
-    return fmt::format("p={:.3f}{}", test.p_value, star);
-}
-
 SignificanceAgainstBest mark_losses_against_best(retrieval::MetricTable& table, const std::vector<std::string>& losses,
                                                  const std::string& metric, double alpha,
                                                  const eval::BootstrapOptions& bootstrap) {

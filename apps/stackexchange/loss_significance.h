@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/retrieval/against_baseline.h"
 #include "apps/retrieval/metric_table.h"
 #include "eval/bootstrap.h"
 
@@ -54,8 +55,9 @@ SignificanceAgainstBest mark_losses_against_best(retrieval::MetricTable& table, 
                                                  const std::string& metric, double alpha,
                                                  const eval::BootstrapOptions& bootstrap);
 
-// The mark a row gets for `test` at `alpha`: "p=0.004 *", "p=0.412", "p<0.001 *".
-std::string significance_mark(const eval::PairedBootstrapTest& test, double alpha, int64_t resamples);
+// The mark a row gets for `test` at `alpha`: "p=0.004 *", "p=0.412", "p<0.001 *" (the runs'
+// comparison with BM25 marks its rows the same way).
+using retrieval::significance_mark;
 
 // For compare.json: {"metric", "best", "alpha", "method", "resamples", "seed",
 // "losses": {loss: {"difference", "low", "high", "p_value", "significant"}}}.
