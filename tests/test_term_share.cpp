@@ -89,11 +89,12 @@ TEST_CASE("term share: the smallest grid share that ranks validation best, writt
     eval::RelevantSets relevant = {{0}};
     auto rank = [](const Tensor& q, const Tensor& p) { return dense_rankings(q, p, 2); };
 
-    // best_term_share finds it and leaves c as it was; choose_term_share writes it.
+    // best_term_share finds it and leaves c as it was; set_term_share writes it.
     TermShareChoice found = best_term_share(*model, queries, passages, rank, relevant);
     CHECK(found.share == doctest::Approx(0.35));
     CHECK(term_log_weight_of(*model)->value().item() == doctest::Approx(-2.0));
-    TermShareChoice choice = choose_term_share(*model, queries, passages, rank, relevant);
+    TermShareChoice choice = found;
+    set_term_share(*model, choice);
     CHECK(choice.chosen);
     CHECK(choice.learned_share == doctest::Approx(c0 * c0 / (1 + c0 * c0)));
     CHECK(choice.learned_mrr == doctest::Approx(0.5));
@@ -104,7 +105,8 @@ TEST_CASE("term share: the smallest grid share that ranks validation best, writt
     // The rest part right and the terms wrong: the learned share is kept when no share beats it.
     set_log_weight(*model, std::log(c0));
     eval::RelevantSets rest_is_right = {{1}};
-    TermShareChoice kept = choose_term_share(*model, queries, passages, rank, rest_is_right);
+    TermShareChoice kept = best_term_share(*model, queries, passages, rank, rest_is_right);
+    set_term_share(*model, kept);
     CHECK(kept.share == doctest::Approx(kept.learned_share));
     CHECK(kept.mrr == doctest::Approx(1.0));
     CHECK(term_log_weight_of(*model)->value().item() == doctest::Approx(-2.0));
@@ -124,12 +126,13 @@ TEST_CASE("term share: a model without term weights is scored as it is; no valid
     Tensor query = Tensor::from_vector({1, 0}, {1, 2}, Dtype::Float32);
     Tensor passages = Tensor::from_vector({1, 0, 0.5, 0.5}, {2, 2}, Dtype::Float32);
     auto rank = [](const Tensor& q, const Tensor& p) { return dense_rankings(q, p, 2); };
-    TermShareChoice plain_choice = choose_term_share(*plain, query, passages, rank, {{1}});
+    TermShareChoice plain_choice = best_term_share(*plain, query, passages, rank, {{1}});
+    set_term_share(*plain, plain_choice);  // nothing chosen: nothing to write
     CHECK_FALSE(plain_choice.chosen);
     CHECK(plain_choice.mrr == doctest::Approx(0.5));
     CHECK(plain_choice.learned_mrr == doctest::Approx(0.5));
     Tensor rows = Tensor::zeros({1, 16}, Dtype::Float32);
 
     std::unique_ptr<nn::EmbeddingModel> with_terms = small_term_model(4);
-    CHECK_FALSE(choose_term_share(*with_terms, Tensor::zeros({0, 20}, Dtype::Float32), rows, rank, {}).chosen);
+    CHECK_FALSE(best_term_share(*with_terms, Tensor::zeros({0, 20}, Dtype::Float32), rows, rank, {}).chosen);
 }

@@ -328,12 +328,12 @@ nlohmann::json pretraining_facts(const PretrainingReport& report) {
 }
 
 // The validation split read as evaluation reads it (passages in windows for chunked apps),
-// with the terms' share of the score that ranks it best (term_share.h); `write` sets that
-// share in the model. The trainer keeps its best step by the same measure, so the start,
-// every evaluated step and the model finally kept are compared as the end of the run reads them.
+// with the terms' share of the score that ranks it best (term_share.h), the model left as it
+// is. The trainer keeps its best step by the same measure, so the start, every evaluated step
+// and the model finally kept are compared as the end of the run reads them.
 TermShareChoice validation_term_share(const RetrievalApp& app, const RunConfig& config,
                                       const data::Tokenizer& tokenizer, nn::EmbeddingModel& model,
-                                      const data::RetrievalDataset& validation, bool write) {
+                                      const data::RetrievalDataset& validation) {
     if (validation.queries.empty()) return {};
     const nn::ModelConfig& model_config = model.config();
     Tensor queries = encode_texts(model, tokenizer, with_prompt(model_config.query_prompt, query_texts_of(validation)),
@@ -353,8 +353,7 @@ TermShareChoice validation_term_share(const RetrievalApp& app, const RunConfig& 
                                     : dense_rankings(q, p, config.candidate_depth);
     };
     eval::RelevantSets relevant = relevant_sets(validation);
-    return write ? choose_term_share(model, queries, rows, rank, relevant)
-                 : best_term_share(model, queries, rows, rank, relevant);
+    return best_term_share(model, queries, rows, rank, relevant);
 }
 
 nlohmann::json term_share_fact(const TermShareChoice& choice) {
@@ -559,7 +558,7 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     std::fflush(stdout);
     new_folder.keep();  // from here on a failure names the last good checkpoint, which must stay
     ValidationScore validation_score = [&](nn::EmbeddingModel& scored) {
-        return validation_term_share(app, config, tokenizer, scored, splits.validation, false).mrr;
+        return validation_term_share(app, config, tokenizer, scored, splits.validation).mrr;
     };
     TrainingReport training = train_text_encoder(*model, tokenizer, train, splits.validation, config, files,
                                                  /*start_is_a_candidate=*/true, validation_score);
@@ -580,7 +579,8 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     }
 
     // The model kept at the terms' share of the score that ranks validation best (term_share.h).
-    TermShareChoice share = validation_term_share(app, config, tokenizer, *model, splits.validation, true);
+    TermShareChoice share = validation_term_share(app, config, tokenizer, *model, splits.validation);
+    set_term_share(*model, share);
     if (share.chosen) {
         fmt::print("term share: the terms' part weighs {:.3f} of the score, chosen on validation MRR@10 {:.3f} (as "
                    "learned {:.3f}: {:.3f})\n", share.share, share.mrr, share.learned_share, share.learned_mrr);

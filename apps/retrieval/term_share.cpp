@@ -73,14 +73,12 @@ TermShareChoice best_term_share(nn::EmbeddingModel& model, const Tensor& queries
     return choice;
 }
 
-TermShareChoice choose_term_share(nn::EmbeddingModel& model, const Tensor& queries, const Tensor& rows,
-                                  const RankRows& rank, const eval::RelevantSets& relevant) {
-    TermShareChoice choice = best_term_share(model, queries, rows, rank, relevant);
-    if (!choice.chosen || choice.share == choice.learned_share) return choice;  // c stays exactly as learned
+void set_term_share(nn::EmbeddingModel& model, const TermShareChoice& choice) {
+    if (!choice.chosen || choice.share == choice.learned_share) return;  // c stays exactly as learned
     Var* log_weight = term_log_weight_of(model);
+    NCE_CHECK(log_weight != nullptr, "term share: the model has no term weights to set a share of");
     log_weight->set_value(Tensor::full(log_weight->shape(), std::log(weight_of(choice.share)), log_weight->dtype(),
                                        log_weight->value().device()));
-    return choice;
 }
 
 }  // namespace nce::apps::retrieval

@@ -66,8 +66,8 @@ using RankRows = std::function<RankedLists(const Tensor&, const Tensor&)>;
 TermShareChoice best_term_share(nn::EmbeddingModel& model, const Tensor& queries, const Tensor& rows,
                                 const RankRows& rank, const eval::RelevantSets& relevant);
 
-// best_term_share, then c written into `model` when it has term weights.
-TermShareChoice choose_term_share(nn::EmbeddingModel& model, const Tensor& queries, const Tensor& rows,
-                                  const RankRows& rank, const eval::RelevantSets& relevant);
+// Writes the share of `choice` (best_term_share's) into `model` as its c. c stays exactly as
+// learned when the learned share won, and nothing changes when nothing was chosen.
+void set_term_share(nn::EmbeddingModel& model, const TermShareChoice& choice);
 
 }  // namespace nce::apps::retrieval
