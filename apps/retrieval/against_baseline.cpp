@@ -8,19 +8,24 @@
 #include "engine/error.h"
 
 namespace nce::apps::retrieval {
-namespace {
 
-// The per-query values of `metric` in the row `name`, checked to be there.
-const std::vector<double>& values_of_row(const MetricTable& table, const std::string& name, const std::string& metric) {
+const std::vector<double>& per_query_values(const MetricTable& table, const std::string& name,
+                                            const std::string& metric) {
     const MetricRow& row = table.row(name);
     auto found = row.per_query.find(metric);
     NCE_CHECK(found != row.per_query.end() && !found->second.empty(),
-              "comparison with the baseline: the row '{}' of '{}' has no per-query values of {}; score it with "
-              "score_rankings", name, table.title, metric);
+              "paired test: the row '{}' of '{}' has no per-query values of {}; score it with score_rankings", name,
+              table.title, metric);
     return found->second;
 }
 
-}  // namespace
+nlohmann::json paired_test_to_json(const eval::PairedBootstrapTest& test, double alpha) {
+    return {{"difference", test.difference},
+            {"low", test.low},
+            {"high", test.high},
+            {"p_value", test.p_value},
+            {"significant", test.significant(alpha)}};
+}
 
 std::string significance_mark(const eval::PairedBootstrapTest& test, double alpha, int64_t resamples) {
     const char* star = test.significant(alpha) ? " *" : "";
@@ -32,12 +37,12 @@ BaselineComparison mark_rows_against_baseline(MetricTable& table, const std::str
                                               const std::vector<std::string>& rows, const std::string& metric,
                                               double alpha, const eval::BootstrapOptions& bootstrap) {
     BaselineComparison comparison{metric, baseline, alpha, bootstrap, {}};
-    const std::vector<double>& baseline_values = values_of_row(table, baseline, metric);
+    const std::vector<double>& baseline_values = per_query_values(table, baseline, metric);
     table.mark_column = fmt::format("vs {} {}", baseline, metric);
     for (MetricRow& row : table.rows) {
         if (std::find(rows.begin(), rows.end(), row.name) == rows.end()) continue;
         eval::PairedBootstrapTest test =
-            eval::paired_bootstrap_test(values_of_row(table, row.name, metric), baseline_values, bootstrap);
+            eval::paired_bootstrap_test(per_query_values(table, row.name, metric), baseline_values, bootstrap);
         row.mark = fmt::format("{:+.3f} {}", test.difference, significance_mark(test, alpha, bootstrap.resamples));
         comparison.rows.push_back({row.name, test});
     }
@@ -46,12 +51,7 @@ BaselineComparison mark_rows_against_baseline(MetricTable& table, const std::str
 
 nlohmann::json baseline_comparison_to_json(const BaselineComparison& comparison) {
     nlohmann::json rows = nlohmann::json::object();
-    for (const RowAgainstBaseline& entry : comparison.rows)
-        rows[entry.row] = {{"difference", entry.test.difference},
-                           {"low", entry.test.low},
-                           {"high", entry.test.high},
-                           {"p_value", entry.test.p_value},
-                           {"significant", entry.test.significant(comparison.alpha)}};
+    for (const RowAgainstBaseline& entry : comparison.rows) rows[entry.row] = paired_test_to_json(entry.test, comparison.alpha);
     return {{"metric", comparison.metric},
             {"baseline", comparison.baseline},
             {"alpha", comparison.alpha},

@@ -41,6 +41,14 @@ struct BaselineComparison {
     std::vector<RowAgainstBaseline> rows;  // in the table's row order
 };
 
+// The per-query values of `metric` in the row `name` (score_rankings keeps them); throws naming
+// the row and the table when there are none.
+const std::vector<double>& per_query_values(const MetricTable& table, const std::string& name,
+                                            const std::string& metric);
+
+// {"difference", "low", "high", "p_value", "significant"} of one paired test at level alpha.
+nlohmann::json paired_test_to_json(const eval::PairedBootstrapTest& test, double alpha);
+
 // p as printed: "p=0.004 *", "p=0.412", and "p<0.001 *" when no replicate flipped the sign
 // (printing p = 0 would claim more than `resamples` replicates can show).
 std::string significance_mark(const eval::PairedBootstrapTest& test, double alpha, int64_t resamples);

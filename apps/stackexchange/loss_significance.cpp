@@ -8,20 +8,8 @@
 #include "engine/error.h"
 
 namespace nce::apps::stackexchange {
-namespace {
 
-// The per-query values of `metric` in the row of `loss`, checked to be there.
-const std::vector<double>& per_query_values(const retrieval::MetricTable& table, const std::string& loss,
-                                            const std::string& metric) {
-    const retrieval::MetricRow& row = table.row(loss);
-    auto found = row.per_query.find(metric);
-    NCE_CHECK(found != row.per_query.end() && !found->second.empty(),
-              "loss significance: the row '{}' of '{}' has no per-query values of {}; score it with "
-              "retrieval::score_rankings", loss, table.title, metric);
-    return found->second;
-}
-
-}  // namespace
+using retrieval::per_query_values;
 
 SignificanceAgainstBest mark_losses_against_best(retrieval::MetricTable& table, const std::vector<std::string>& losses,
                                                  const std::string& metric, double alpha,
@@ -67,17 +55,10 @@ SignificanceAgainstBest mark_losses_against_best(retrieval::MetricTable& table, 
 nlohmann::json significance_to_json(const SignificanceAgainstBest& significance) {
     nlohmann::json losses = nlohmann::json::object();
     for (const LossAgainstBest& other : significance.others)
-        losses[other.loss] = {{"difference", other.test.difference},
-                              {"low", other.test.low},
-                              {"high", other.test.high},
-                              {"p_value", other.test.p_value},
-                              {"significant", other.test.significant(significance.alpha)}};
+        losses[other.loss] = retrieval::paired_test_to_json(other.test, significance.alpha);
     nlohmann::json against_untrained = nullptr;
-    if (significance.best_against_untrained) {
-        const eval::PairedBootstrapTest& test = *significance.best_against_untrained;
-        against_untrained = {{"difference", test.difference}, {"low", test.low}, {"high", test.high},
-                             {"p_value", test.p_value}, {"significant", test.significant(significance.alpha)}};
-    }
+    if (significance.best_against_untrained)
+        against_untrained = retrieval::paired_test_to_json(*significance.best_against_untrained, significance.alpha);
     return {{"metric", significance.metric},
             {"best", significance.best},
             {"best_against_untrained", against_untrained},
