@@ -28,6 +28,10 @@
 
 namespace nce::apps::retrieval {
 
+// The level of every paired test the apps print (`train`/`eval` against BM25, `compare`
+// against the best loss): a difference is marked beyond the noise when p < 0.05.
+constexpr double kSignificanceLevel = 0.05;
+
 struct RowAgainstBaseline {
     std::string row;
     eval::PairedBootstrapTest test;  // the row minus the baseline, on `metric`
@@ -36,7 +40,7 @@ struct RowAgainstBaseline {
 struct BaselineComparison {
     std::string metric;    // the column compared, e.g. "recall@1"
     std::string baseline;  // the baseline row's name, e.g. "BM25 (whitespace+bigrams)"
-    double alpha = 0.05;
+    double alpha = kSignificanceLevel;
     eval::BootstrapOptions bootstrap;
     std::vector<RowAgainstBaseline> rows;  // in the table's row order
 };

@@ -45,6 +45,7 @@ std::string fact(const nlohmann::json& facts, const char* key) {
 }
 
 // A prompt as it reads in the card: in quotes (JSON's), so its spaces show; "" for none.
+// (Built by appending: GCC 12 warns -Wrestrict, falsely, on "`" + string + "`" at -O3.)
 std::string quoted(const std::string& prompt) {
     std::string text = "`";
     text += nlohmann::json(prompt).dump();

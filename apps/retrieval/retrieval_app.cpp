@@ -489,7 +489,7 @@ RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, c
     for (const MetricRow& row : outcome.table.rows)
         if (bm25_rows.count(row.name) == 0) tested_rows.push_back(row.name);
     outcome.against_bm25 = mark_rows_against_baseline(outcome.table, bm25_row_name(best_tokens), tested_rows,
-                                                      app.tested_metric, 0.05, bootstrap);
+                                                      app.tested_metric, kSignificanceLevel, bootstrap);
     return outcome;
 }
 

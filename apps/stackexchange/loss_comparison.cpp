@@ -66,9 +66,8 @@ void add_rows(std::vector<retrieval::MetricTable>& tables, const std::string& na
             score_view(name, rank_in_view(scores, views, all_views()[v]), views, tables[v].bootstrap));
 }
 
-// The metric each view's losses are tested on against the best, and the level.
+// The metric each view's losses are tested on against the best (at retrieval::kSignificanceLevel).
 const char* const kTestedMetric = "mrr@10";
-constexpr double kSignificanceLevel = 0.05;
 
 }  // namespace
 
@@ -209,13 +208,13 @@ ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const 
     std::vector<SignificanceAgainstBest> significance;
     for (retrieval::MetricTable& table : tables)
         significance.push_back(
-            mark_losses_against_best(table, settings.losses, kTestedMetric, kSignificanceLevel, bootstrap));
+            mark_losses_against_best(table, settings.losses, kTestedMetric, retrieval::kSignificanceLevel, bootstrap));
 
     // 7. Show and write.
     ComparisonOutcome outcome{tables, significance, best_loss, seconds_since(start)};
     fmt::print("\n");
     for (const retrieval::MetricTable& table : tables) fmt::print("{}\n", retrieval::format_metric_table(table));
-    fmt::print("{}", significance_note(kTestedMetric, kSignificanceLevel, bootstrap));
+    fmt::print("{}", significance_note(kTestedMetric, retrieval::kSignificanceLevel, bootstrap));
     for (size_t v = 0; v < all_views().size(); ++v)
         fmt::print("{}", best_against_untrained_line(view_name(all_views()[v]), significance[v]));
     fmt::print("hybrid: dense weight {:.2f} (chosen on validation, MRR@10 {:.3f}); {} of {} test questions and {} of "

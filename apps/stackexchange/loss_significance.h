@@ -38,7 +38,7 @@ struct LossAgainstBest {
 struct SignificanceAgainstBest {
     std::string metric;  // the column compared, e.g. "mrr@10"
     std::string best;    // the loss with the highest value of it
-    double alpha = 0.05;
+    double alpha = retrieval::kSignificanceLevel;
     eval::BootstrapOptions bootstrap;
     std::vector<LossAgainstBest> others;  // every other loss, in the table's row order
     // The best loss minus the untrained model (the row kUntrainedRow), when the table has it.
