@@ -1,7 +1,7 @@
 // nce loss NAME --inputs DIR --out DIR [--set key=value]... [--dtype float64|float32]
 // nce loss --list
 //
-// Computes one loss of the catalogue (shared/spec/losses.md) on inputs read from DIR/<input>.npy
+// Computes one loss of the catalogue (docs/losses_contract.md) on inputs read from DIR/<input>.npy
 // and writes OUT/loss.npy and OUT/grad_<input>.npy (float64) for every differentiable input
 // it read. Everything is read, validated and computed before the first file is written; if
 // writing fails, the files this run wrote are removed again. Errors are one line.

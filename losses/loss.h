@@ -1,4 +1,4 @@
-// The loss registry: every loss of ../shared/spec/losses.md, reachable by its name, with
+// The loss registry: every loss of docs/losses_contract.md, reachable by its name, with
 // the inputs and parameters that page lists. `nce loss` and `nce gradcheck` use it; model
 // code calls the typed functions in losses/losses.h directly.
 #pragma once

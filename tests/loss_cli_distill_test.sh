@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `nce loss distill_kl` (../shared/spec/losses.md, the distillation table), at the defaults and
+# `nce loss distill_kl` (docs/losses_contract.md, table 3), at the defaults and
 # with other --set values, on a teacher with a -inf score (0·log 0 = 0), a teacher of finite
 # scores, K = 1 and N = 1:
 #   - loss.npy equals an independent plain-Python reference of the spec's formula (1e-10 relative);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `nce loss matryoshka` (../shared/spec/losses.md, the table for distillation and nested
+# `nce loss matryoshka` (docs/losses_contract.md, table 3: distillation and nested
 # embeddings), at the defaults and with other --set values (dims, weights, tau), with and
 # without a learnable log_tau ([] and [1]), for d = 8 (default dims 1, 2, 4, 8), d = 6 (3, 6)
 # and d = 1 (1 alone), on rows that are not of unit length:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `nce loss` for the nine losses of the spec's second table (../shared/spec/losses.md):
+# `nce loss` for the nine losses of table 2 of the loss contract (docs/losses_contract.md):
 # multi_positive_in, relaxed_hard_negative, siglip, dcl, debiased, cosent, margin_mse,
 # megabatch_margin, gist. For each, at the defaults and with other --set values:
 #   - loss.npy equals an independent plain-Python reference of the spec's formula (1e-10 relative);

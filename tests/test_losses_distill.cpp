@@ -1,4 +1,4 @@
-// distill_kl, the spec's distillation loss (../shared/spec/losses.md, third table):
+// distill_kl, the spec's distillation loss (docs/losses_contract.md, table 3):
 //   s_ik = q_i·c_ik / tau,  t_ik = softmax_k(teacher_ik / teacher_tau),
 //   L = (1/N) sum_ik t_ik ( log t_ik - log softmax_k(s_i)_k ),  0·log 0 = 0.
 // Its hand backward is proved three ways in float64: (1) against central finite differences

@@ -1,7 +1,7 @@
 // The InfoNCE family (infonce, infonce_symmetric, ntxent), each proved three ways:
 //   (1) the hand backward against central finite differences (nce::gradcheck),
 //   (2) against the same formula composed from engine Var ops and differentiated by autograd,
-//   (3) against the closed forms of shared/spec/losses.md, written here with plain loops;
+//   (3) against the closed forms of docs/losses_contract.md, written here with plain loops;
 // forward values against naive long-double references; stability at tau = 1e-4, logits in
 // the thousands and identical rows; and one-line errors for bad input.
 #include <cmath>

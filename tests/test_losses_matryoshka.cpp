@@ -1,4 +1,4 @@
-// matryoshka, the spec's nested-embeddings loss (../shared/spec/losses.md, third table):
+// matryoshka, the spec's nested-embeddings loss (docs/losses_contract.md, table 3):
 //   for each prefix size m: u, v = the first m columns of q, p, each row re-normalised to unit
 //   length; L = sum_m w_m · infonce(u, v) / sum_m w_m, infonce with the same tau.
 // Its hand backward is proved three ways in float64: (1) against central finite differences
