@@ -70,7 +70,7 @@ retrieval::RunConfig code_defaults() {
     defaults.num_layers = 2;
     defaults.nhead = 4;
     defaults.dim_feedforward = 256;
-    defaults.lexical_dim = retrieval::kTermWeights;  // the term-weight head (README "Learning from the corpus first")
+    defaults.lexical_dim = retrieval::kTermWeights;  // the term-weight head (docs/retrieval_training.md)
     defaults.loss = "infonce_symmetric";
     defaults.batch_size = 64;
     defaults.max_steps = 250;

@@ -153,7 +153,7 @@ std::string model_card_markdown(const std::string& command, const RunConfig& con
     card += fmt::format("{0} search --output {1} \"your question\"            # the nearest passages\n", command,
                         config.output);
     card += "```\n\n";
-    card += fmt::format("From Python (`import nce`, README \"From Python\"): `model = nce.load_model(\"{0}/model.safetensors\")`, "
+    card += fmt::format("From Python (`import nce`, nce's docs/python.md): `model = nce.load_model(\"{0}/model.safetensors\")`, "
                         "`tokenizer = nce.Tokenizer(\"{0}/tokenizer.model\")`, then `model.embed(tokenizer, texts{1})` "
                         "gives one unit vector per text as a NumPy array.\n",
                         config.output, prompted ? ", prompt=\"query\"" : "");

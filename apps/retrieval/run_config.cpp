@@ -195,7 +195,7 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
 int64_t lexical_width(const RunConfig& config) {
     // 6 x d_model: many more features than d_model for a text's words to light, for a
     // projection of 6 d_model^2 multiply-adds per token (a third of what two encoder layers
-    // of d_model 128 cost); README "Learning from the corpus first" has what it moved.
+    // of d_model 128 cost); docs/retrieval_training.md has what it moved.
     if (config.lexical_dim == -1 || config.lexical_dim == kTermWeightsAndMaxPooled) return 6 * config.d_model;
     return std::max<int64_t>(config.lexical_dim, 0);
 }
