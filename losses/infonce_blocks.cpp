@@ -16,9 +16,14 @@
 #include <vector>
 
 #include "engine/blas.h"
+#include "engine/cpu/exact_exp.h"
 
 namespace nce::losses {
 namespace {
+
+// Every exp below is exact_exp: a logit far below its row's maximum gives exactly 0, never
+// a denormal that would reach the gradient (engine/cpu/exact_exp.h).
+using cpu::exact_exp;
 
 template <typename T>
 using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
@@ -128,10 +133,10 @@ InfonceSweep one_direction(const Tensor& q, const Tensor& p, const Tensor& negat
                 RowMap<T> row(logits + r * K, K);
                 T positive = row[i], shift = row.maxCoeff();
                 if (!with_gradient) {
-                    row_loss[i] = double(shift) + std::log(double((row - shift).exp().sum())) - double(positive);
+                    row_loss[i] = double(shift) + std::log(double(exact_exp(row - shift).sum())) - double(positive);
                     continue;
                 }
-                row = (row - shift).exp();
+                row = exact_exp(row - shift);
                 double total = double(row.sum());
                 row_loss[i] = double(shift) + std::log(total) - double(positive);
                 row *= T(1.0 / (double(N) * total));
@@ -177,9 +182,9 @@ void add_block_to_columns(const T* block, int64_t rows, int64_t N, int64_t K, Co
             Array<T> new_max = running_max;
             for (int64_t r = 0; r < rows; ++r)
                 new_max = new_max.max(Eigen::Map<const Array<T>>(block + r * K + first, width));
-            Array<T> rescale = (running_max - new_max).exp(), block_sum = Array<T>::Zero(width);
+            Array<T> rescale = exact_exp(running_max - new_max), block_sum = Array<T>::Zero(width);
             for (int64_t r = 0; r < rows; ++r)
-                block_sum += (Eigen::Map<const Array<T>>(block + r * K + first, width) - new_max).exp();
+                block_sum += exact_exp(Eigen::Map<const Array<T>>(block + r * K + first, width) - new_max);
             running_sum = running_sum * rescale.template cast<double>() + block_sum.template cast<double>();
             running_max = new_max;
         }
@@ -215,7 +220,7 @@ InfonceSweep both_directions(const Tensor& q, const Tensor& p, const Tensor& neg
                 RowMap<T> row(block + r * K, K);
                 T shift = row.maxCoeff();
                 diagonal[i] = row[i];
-                row_lse[i] = T(double(shift) + std::log(double((row - shift).exp().sum())));
+                row_lse[i] = T(double(shift) + std::log(double(exact_exp(row - shift).sum())));
             }
         });
         add_block_to_columns(block, rows, N, K, columns);
@@ -239,8 +244,8 @@ InfonceSweep both_directions(const Tensor& q, const Tensor& p, const Tensor& neg
                 int64_t i = start + r;
                 RowMap<T> row(block + r * K, K);
                 T lse = row_lse[i];
-                row.head(N) = ((row.head(N) - lse).exp() + (row.head(N) - column_lse).exp()) * half_mean;
-                row.tail(K - N) = (row.tail(K - N) - lse).exp() * half_mean;
+                row.head(N) = (exact_exp(row.head(N) - lse) + exact_exp(row.head(N) - column_lse)) * half_mean;
+                row.tail(K - N) = exact_exp(row.tail(K - N) - lse) * half_mean;
                 row[i] -= 2 * half_mean;
             }
         });

@@ -289,3 +289,31 @@ TEST_CASE("fused InfoNCE: a negative block_rows is one clear error") {
     CHECK_ERROR_MENTIONS(losses::infonce(q, p, Var(), Var(), 0.05, LogitBlocking{-1}), "block_rows");
     CHECK_ERROR_MENTIONS(losses::infonce_symmetric(q, p, Var(), Var(), 0.05, LogitBlocking{-3}), "block_rows");
 }
+
+// A logit 2000 below its row's maximum has probability exp(-2000): exactly 0 in float64 and
+// float32, so its gradient is exactly 0. With K >= 8 the columns come in whole SIMD packets,
+// where Eigen's vectorised exp clamps its argument and would give a denormal (5e-309), and
+// dq a stray 1e-306; exact_exp flushes it to 0.
+//   q_i = (1, 0) for every i;  p_0 = (1, 0);  p_j = (-1, 1/2) for j >= 1;  tau = 1e-3
+// Row 0: l_00 = 1000, l_0j = -1000: P_00 = 1, P_0j = 0, so dq_0 = (P_00 - 1) p_0 / (N tau)
+// + sum_j P_0j p_j / (N tau) = 0 in both coordinates.
+TEST_CASE("fused InfoNCE: a negative far below the row maximum gets a gradient of exactly 0, no denormal") {
+    const int64_t N = 16;
+    for (Dtype dtype : {Dtype::Float64, Dtype::Float32}) {
+        Tensor q = Tensor::zeros({N, 2}, Dtype::Float64), p = Tensor::zeros({N, 2}, Dtype::Float64);
+        for (int64_t i = 0; i < N; ++i) {
+            q.data<double>()[2 * i] = 1.0;
+            p.data<double>()[2 * i] = i == 0 ? 1.0 : -1.0;
+            p.data<double>()[2 * i + 1] = i == 0 ? 0.0 : 0.5;
+        }
+        for (int64_t block_rows : {int64_t{0}, int64_t{3}}) {
+            Var q_var(q.to(dtype), true), p_var(p.to(dtype), true);
+            losses::infonce(q_var, p_var, Var(), Var(), 1e-3, LogitBlocking{block_rows}).backward();
+            Tensor dq = q_var.grad().to(Dtype::Float64);
+            CAPTURE(dtype_name(dtype));
+            CAPTURE(block_rows);
+            CHECK(dq.data<double>()[0] == 0.0);
+            CHECK(dq.data<double>()[1] == 0.0);
+        }
+    }
+}
