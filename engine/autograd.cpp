@@ -49,10 +49,24 @@ Var Var::from_op(std::string op, Tensor value, const std::vector<Var>& inputs, B
     return out;
 }
 
-Tensor Var::grad() const { return is_leaf() ? *node_->leaf_grad : Tensor(); }
+Tensor Var::grad() const {
+    if (is_leaf()) return *node_->leaf_grad;
+    return node_ && node_->retained_grad ? *node_->retained_grad : Tensor();
+}
 
 void Var::zero_grad() {
     if (is_leaf()) *node_->leaf_grad = Tensor();
+    if (node_ && node_->retained_grad) *node_->retained_grad = Tensor();
+}
+
+void Var::retain_grad() const {
+    NCE_CHECK(node_ != nullptr, "retain_grad: this Var requires no gradient (a constant), so none reaches it");
+    if (!is_leaf() && !node_->retained_grad) node_->retained_grad = std::make_shared<Tensor>();
+}
+
+void Var::register_hook(GradHook hook) const {
+    NCE_CHECK(node_ != nullptr, "register_hook: this Var requires no gradient (a constant), so none reaches it");
+    node_->hooks.push_back(std::move(hook));
 }
 
 void Var::set_value(Tensor value) {
@@ -71,6 +85,32 @@ void Var::set_grad(Tensor grad) {
               dtype_name(grad.dtype()), shape_string(value_.shape()), dtype_name(value_.dtype()));
     *node_->leaf_grad = std::move(grad);
 }
+
+namespace {
+
+// A kept gradient (a leaf's, or a retained one) owns its tensor: the one reaching it may be
+// shared with other gradients (add passes dy to both inputs), so it is copied, not kept.
+void accumulate(Tensor& slot, const Tensor& grad) {
+    if (!slot.defined())
+        slot = grad.clone();
+    else
+        add_inplace(slot, grad);
+}
+
+// The node's hooks in order, each seeing the gradient the one before left.
+void run_hooks(const Node& node, Tensor& grad) {
+    for (const GradHook& hook : node.hooks) {
+        Tensor replaced = hook(grad);
+        if (!replaced.defined()) continue;
+        NCE_CHECK(replaced.shape() == grad.shape() && replaced.dtype() == grad.dtype(),
+                  "backward: a hook on the output of '{}' returned a gradient {} {} for one of {} {}", node.op,
+                  shape_string(replaced.shape()), dtype_name(replaced.dtype()), shape_string(grad.shape()),
+                  dtype_name(grad.dtype()));
+        grad = std::move(replaced);
+    }
+}
+
+}  // namespace
 
 void Var::backward(bool retain_graph) const {
     NCE_CHECK(value_.numel() == 1,
@@ -117,17 +157,12 @@ void Var::backward(const Tensor& output_grad, bool retain_graph) const {
             grad = std::move(it->second);
             grads.erase(it);
         }
+        if (grad.defined()) run_hooks(*node, grad);
         if (node->leaf_grad) {
-            if (!grad.defined()) continue;
-            Tensor& slot = *node->leaf_grad;
-            // A leaf owns its gradient: the tensor reaching it may be shared with other
-            // gradients (add passes dy to both inputs), so it is copied, not kept.
-            if (!slot.defined())
-                slot = grad.clone();
-            else
-                add_inplace(slot, grad);
+            if (grad.defined()) accumulate(*node->leaf_grad, grad);
             continue;
         }
+        if (node->retained_grad && grad.defined()) accumulate(*node->retained_grad, grad);
         if (node->value.defined()) node->grad = grad;  // a node made under KeepValuesGuard shows it
         Grads input_grads(node->next.size());  // all undefined: what a node with no gradient passes on
         if (grad.defined()) {

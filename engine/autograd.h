@@ -19,6 +19,8 @@ namespace nce {
 // One gradient per input of an op, in order; an undefined Tensor means "no gradient".
 using Grads = std::vector<Tensor>;
 using BackwardFn = std::function<Grads(const Tensor& output_grad)>;
+// Sees the gradient reaching a Var in a backward; a defined return replaces it from there on.
+using GradHook = std::function<Tensor(const Tensor& grad)>;
 
 struct Node {
     std::string op;                            // the op's name, for messages
@@ -28,6 +30,8 @@ struct Node {
     BackwardFn backward;                       // empty for a leaf's accumulator node
     std::shared_ptr<Tensor> leaf_grad;         // set for a leaf: where its gradient accumulates
     bool freed = false;                        // the backward closure was released after use
+    std::shared_ptr<Tensor> retained_grad;     // set by Var::retain_grad(): a non-leaf's gradient accumulates here
+    std::vector<GradHook> hooks;               // Var::register_hook(), run in order on the gradient reaching it
     // Kept only for a node made while a KeepValuesGuard is alive, to draw the graph with its
     // numbers (engine/graph_dot.h); undefined otherwise, so a graph holds no extra tensors.
     Tensor value;                              // the op's output (a leaf's value when it was made)
@@ -55,9 +59,18 @@ public:
     bool is_leaf() const { return node_ != nullptr && node_->leaf_grad != nullptr; }
     const std::shared_ptr<Node>& node() const { return node_; }
 
-    // The accumulated gradient of a leaf (undefined until a backward reaches it).
+    // The accumulated gradient of a leaf, or of a non-leaf that retains its gradient
+    // (undefined until a backward reaches it, and for any other Var).
     Tensor grad() const;
     void zero_grad();
+    // From the next backward on, an op's output keeps (accumulates) the gradient reaching it,
+    // as a leaf does; a no-op on a leaf. A Var that requires no gradient is an error.
+    void retain_grad() const;
+    bool retains_grad() const { return node_ != nullptr && (is_leaf() || node_->retained_grad != nullptr); }
+    // hook(g) runs on the gradient g reaching this Var in every later backward, before a
+    // leaf accumulates it or the op passes it on; a defined return (same shape and dtype)
+    // replaces g. A Var that requires no gradient is an error.
+    void register_hook(GradHook hook) const;
     // Replaces the leaf's value (an optimizer step), keeping its gradient slot.
     void set_value(Tensor value);
     // Replaces a leaf's accumulated gradient (gradient clipping rescales it). The leaf keeps

@@ -149,3 +149,37 @@ TEST_CASE("autograd: a deep chain does not overflow the stack") {
     total(y).backward();
     CHECK(x.grad().to_vector() == std::vector<double>{1, 1, 1});
 }
+
+TEST_CASE("autograd: retain_grad keeps an op output's gradient; a plain one keeps none") {
+    Var x = Var::parameter(vector3(1, 2, 3));
+    Var y = square_op(x), z = times(y, y);  // L = sum(z) = sum(x^4): dL/dz = 1, dL/dy = 2y, dL/dx = 4x^3
+    y.retain_grad();
+    CHECK(y.retains_grad());
+    CHECK_FALSE(z.retains_grad());
+    total(z).backward();
+    CHECK(y.grad().to_vector() == std::vector<double>{2, 8, 18});
+    CHECK_FALSE(z.grad().defined());
+    CHECK(x.grad().to_vector() == std::vector<double>{4, 32, 108});
+    y.zero_grad();
+    CHECK_FALSE(y.grad().defined());
+    CHECK_THROWS_WITH_AS(Var(vector3(1, 2, 3)).retain_grad(), doctest::Contains("requires no gradient"), Error);
+}
+
+TEST_CASE("autograd: hooks see the gradient reaching a Var and may replace it") {
+    Var x = Var::parameter(vector3(1, 2, 3));
+    Var y = square_op(x);
+    std::vector<double> seen;
+    y.register_hook([&](const Tensor& g) {
+        seen = g.to_vector();
+        return g * 10.0;  // dL/dy scaled: x gets 10 · 2x
+    });
+    x.register_hook([](const Tensor&) { return Tensor(); });  // undefined: the gradient as it is
+    total(y).backward();
+    CHECK(seen == std::vector<double>{1, 1, 1});
+    CHECK(x.grad().to_vector() == std::vector<double>{20, 40, 60});
+
+    Var w = Var::parameter(vector3(1, 2, 3));
+    Var v = square_op(w);
+    v.register_hook([](const Tensor& g) { return sum(g); });  // the wrong shape
+    CHECK_THROWS_WITH_AS(total(v).backward(), doctest::Contains("a hook on the output of 'square' returned"), Error);
+}
