@@ -11,9 +11,8 @@
 //       a ufunc or method nce has no op for, or a NumPy function: computed by NumPy when no
 //       Var in it requires grad (there is no path to lose); otherwise one TypeError line
 //       naming the function and what to use instead.
-//   np.asarray(v), np.array([v, w])
-//       the value of a constant Var; for a Var that requires grad, one TypeError line (as
-//       PyTorch refuses numpy() on a tensor that requires grad): v.numpy() or v.detach().
+//   np.asarray(v)
+//       the value, as v.numpy(): an explicit conversion, whose result is plainly an array.
 #include <fmt/format.h>
 
 #include <optional>
@@ -21,57 +20,17 @@
 
 #include "python/bindings.h"
 #include "python/numpy_conversion.h"
+#include "python/var_operators.h"
 
 namespace nce::python {
 namespace {
 
-// A Python or NumPy number, or a 0-d array, as the scalar of a scalar op.
-std::optional<double> as_number(py::handle object) {
-    if (py::isinstance<py::bool_>(object)) return std::nullopt;
-    if (py::isinstance<py::float_>(object) || py::isinstance<py::int_>(object)) return object.cast<double>();
-    py::module_ numpy = py::module_::import("numpy");
-    if (py::isinstance(object, numpy.attr("generic")) || (py::isinstance<py::array>(object) &&
-                                                          object.cast<py::array>().ndim() == 0)) {
-        char kind = py::dtype::from_args(object.attr("dtype")).kind();
-        if (kind == 'f' || kind == 'i' || kind == 'u') return py::float_(object).cast<double>();
-    }
-    return std::nullopt;
-}
-
-// One side of an arithmetic ufunc: a Var, a number, or a NumPy value made a constant Var.
-struct Operand {
-    std::optional<Var> var;
-    std::optional<double> number;
-};
-
-Operand operand(py::handle object) {
-    if (py::isinstance<Var>(object)) return {object.cast<Var>(), std::nullopt};
-    if (std::optional<double> number = as_number(object)) return {std::nullopt, number};
-    return {var_from_python(object), std::nullopt};
-}
-
-// a ∘ b for the four arithmetic ufuncs; at least one side is a Var (else NumPy would not
-// have asked). A number on either side gives the scalar op, as Var's own operators do.
-Var arithmetic(const std::string& name, const Operand& a, const Operand& b) {
-    if (name == "add") return a.var ? (b.var ? *a.var + *b.var : *a.var + *b.number) : *a.number + *b.var;
-    if (name == "subtract") return a.var ? (b.var ? *a.var - *b.var : *a.var - *b.number) : *a.number - *b.var;
-    if (name == "multiply") return a.var ? (b.var ? *a.var * *b.var : *a.var * *b.number) : *a.number * *b.var;
-    // divide (NumPy's true_divide): number / v is v^-1 · number.
-    if (a.var) return b.var ? *a.var / *b.var : *a.var / *b.number;
-    return pow(*b.var, -1.0) * *a.number;
-}
-
 // The ufuncs that have an nce op, called plainly (no out=, where=, dtype=); nullopt otherwise.
 std::optional<Var> ufunc_as_op(const std::string& name, const py::args& inputs) {
     if (inputs.size() == 2) {
-        if (name == "add" || name == "subtract" || name == "multiply" || name == "divide")
-            return arithmetic(name, operand(inputs[0]), operand(inputs[1]));
+        if (name == "add" || name == "subtract" || name == "multiply" || name == "divide" || name == "power")
+            return var_arithmetic(name, inputs[0], inputs[1]);
         if (name == "matmul") return matmul(var_from_python(inputs[0]), var_from_python(inputs[1]));
-        if (name == "power") {
-            if (std::optional<double> exponent = as_number(inputs[1]); exponent && py::isinstance<Var>(inputs[0]))
-                return pow(inputs[0].cast<Var>(), *exponent);
-            return pow(var_from_python(inputs[0]), var_from_python(inputs[1]));
-        }
         return std::nullopt;
     }
     if (inputs.size() != 1 || !py::isinstance<Var>(inputs[0])) return std::nullopt;
@@ -122,7 +81,7 @@ py::object without_vars(py::handle object) {
 [[noreturn]] void refuse(const std::string& what) {
     throw py::type_error(fmt::format(
         "nce.Var: {} would compute outside the graph and lose the gradient of a Var that requires grad; "
-        "use nce's ops (v * w, nce.exp, nce.log, nce.sum, nce.matmul, ...), or .numpy() / .detach() for the value alone",
+        "use nce's ops (v * w, nce.exp, nce.log, nce.sum, nce.matmul, ...), or v.numpy() for the value alone",
         what));
 }
 
@@ -145,7 +104,6 @@ void bind_var_numpy_protocol(py::class_<Var>& var_class) {
         return function(*without_vars(args), **without_vars(kwargs));
     });
     var_class.def("__array__", [](const Var& v, py::object dtype, py::kwargs) {
-        if (v.requires_grad()) refuse("converting it to a NumPy array");
         py::object array = tensor_to_numpy(v.value());
         return dtype.is_none() ? array : array.attr("astype")(dtype);
     }, py::arg("dtype") = py::none());
