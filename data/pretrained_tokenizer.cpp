@@ -2,6 +2,7 @@
 
 #include "data/json_file.h"
 #include "data/tokenizer_json.h"
+#include "data/unigram_tokenizer.h"
 #include "data/wordpiece_tokenizer.h"
 #include "data/xlm_roberta_tokenizer.h"
 
@@ -19,12 +20,9 @@ std::shared_ptr<const PretrainedTokenizer> read_by_file_name(const fs::path& fil
     const nlohmann::json tokenizer_json = read_tokenizer_json(file);
     const std::string type = tokenizer_json_model_type(tokenizer_json);
     if (type == "WordPiece") return WordPieceTokenizer::from_tokenizer_json(file);
-    const fs::path sentencepiece_model = file.parent_path() / "sentencepiece.bpe.model";
-    if (type == "Unigram" && fs::is_regular_file(sentencepiece_model)) return XlmRobertaTokenizer::load(sentencepiece_model);
-    fail("tokenizer load: '{}' holds a {} model{}, which nce does not read; nce reads WordPiece (BERT) and XLM-RoBERTa's "
-         "SentencePiece (Unigram with its sentencepiece.bpe.model beside)", file.string(),
-         type.empty() ? "typeless" : "'" + type + "'",
-         type == "Unigram" ? " without sentencepiece.bpe.model beside it" : "");
+    if (type == "Unigram") return UnigramTokenizer::from_tokenizer_json(file);
+    fail("tokenizer load: '{}' holds a {} model, which nce does not read; nce reads WordPiece (BERT's) and Unigram "
+         "(XLM-RoBERTa's)", file.string(), type.empty() ? "typeless" : "'" + type + "'");
 }
 
 // A model's config.json names the rows of its embedding table: every id must have one.
@@ -45,6 +43,7 @@ const char* tokenizer_kind_name(TokenizerKind kind) {
     switch (kind) {
         case TokenizerKind::SentencePiece: return "sentencepiece";
         case TokenizerKind::WordPiece: return "wordpiece";
+        case TokenizerKind::Unigram: return "unigram";
         case TokenizerKind::XlmRobertaSentencePiece: return "xlm-roberta-sentencepiece";
     }
     return "unknown";

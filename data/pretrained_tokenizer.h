@@ -15,8 +15,9 @@ namespace nce::data {
 
 enum class TokenizerKind {
     SentencePiece,         // a tokenizer.model trained by nce (no special tokens)
-    WordPiece,             // BERT's: tokenizer.json or vocab.txt
-    XlmRobertaSentencePiece,  // XLM-RoBERTa's: sentencepiece.bpe.model with fairseq's ids
+    WordPiece,                // BERT's: tokenizer.json or vocab.txt
+    Unigram,                  // XLM-RoBERTa's as tokenizer.json gives it (Precompiled, Metaspace)
+    XlmRobertaSentencePiece,  // XLM-RoBERTa's sentencepiece.bpe.model alone, with fairseq's ids
 };
 const char* tokenizer_kind_name(TokenizerKind kind);
 
@@ -48,8 +49,8 @@ protected:
 // The file a pretrained tokenizer is read from, when `path` is one (tokenizer.json, vocab.txt,
 // sentencepiece.bpe.model) or a folder holding one, in that order; empty otherwise.
 std::filesystem::path find_pretrained_tokenizer_file(const std::filesystem::path& path);
-// Reads it. A tokenizer.json's model.type picks the kind: WordPiece, or Unigram read through
-// the sentencepiece.bpe.model beside it; any other type is one nce::Error line. When the
+// Reads it. A tokenizer.json's model.type picks the kind: WordPiece or Unigram; any other
+// type is one nce::Error line. When the
 // folder holds the model's config.json, its vocab_size must cover the tokenizer's ids.
 std::shared_ptr<const PretrainedTokenizer> load_pretrained_tokenizer(const std::filesystem::path& file);
 

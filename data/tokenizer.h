@@ -5,8 +5,8 @@
 //   loading that file gives the same ids for the same text. Ids 0 and 1 are <pad> and <unk>;
 //   no begin/end-of-sentence pieces are added.
 // * A pretrained model's tokenizer from a Hugging Face model folder (data/pretrained_tokenizer.h):
-//   BERT's WordPiece (tokenizer.json or vocab.txt) and XLM-RoBERTa's SentencePiece
-//   (sentencepiece.bpe.model). Their ids are those of Hugging Face's tokenizers, with the
+//   BERT's WordPiece (tokenizer.json or vocab.txt) and XLM-RoBERTa's Unigram (tokenizer.json,
+//   or its sentencepiece.bpe.model alone). Their ids are those of Hugging Face's tokenizers, with the
 //   model's special tokens around each text ([CLS] ... [SEP], <s> ... </s>).
 //
 // encode() turns a list of texts into the two tensors a text encoder takes:

