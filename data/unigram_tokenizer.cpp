@@ -78,6 +78,11 @@ std::shared_ptr<UnigramTokenizer> UnigramTokenizer::from_tokenizer_json(const fs
               "tokenizer load: '{}': a Unigram model's vocab must be a non-empty list of [piece, score]; use the model's "
               "own tokenizer.json", source);
     tokenizer->trie_piece_.push_back(-1);  // the root
+    size_t piece_bytes = 0;  // at most one trie node per byte
+    for (const json& entry : model["vocab"])
+        if (entry.is_array() && !entry.empty() && entry[0].is_string()) piece_bytes += entry[0].get_ref<const std::string&>().size();
+    tokenizer->trie_edges_.reserve(piece_bytes);
+    tokenizer->trie_piece_.reserve(piece_bytes + 1);
     std::unordered_map<std::string, int64_t> ids;
     double lowest = std::numeric_limits<double>::infinity();
     for (const json& entry : model["vocab"]) {
