@@ -234,17 +234,20 @@ ContentPieces UnigramTokenizer::encode_content(const std::string& text) const {
 }
 
 std::string UnigramTokenizer::decode(const std::vector<int64_t>& ids) const {
+    const std::string_view metaspace = "\u2581";
     std::string text;
     for (int64_t id : ids) {
         NCE_CHECK(id >= 0 && id < vocab_size(), "tokenizer decode: id {} is outside the vocabulary [0, {})", id,
                   vocab_size());
-        text += pieces_[id];
+        const std::string_view piece = pieces_[id];
+        for (size_t at = 0; at < piece.size();) {
+            const bool space = piece.substr(at, metaspace.size()) == metaspace;
+            if (space) text += ' ';
+            else text += piece[at];
+            at += space ? metaspace.size() : 1;
+        }
     }
-    const std::string metaspace = "\u2581";
-    for (size_t at = text.find(metaspace); at != std::string::npos; at = text.find(metaspace, at + 1))
-        text.replace(at, metaspace.size(), " ");
-    if (!text.empty() && text[0] == ' ') text.erase(0, 1);
-    return text;
+    return !text.empty() && text[0] == ' ' ? text.substr(1) : text;
 }
 
 }  // namespace nce::data

@@ -1,12 +1,15 @@
-// XLM-RoBERTa's tokenizer (multilingual-e5, paraphrase-multilingual-MiniLM, ...): a
-// SentencePiece model, sentencepiece.bpe.model, read by libsentencepiece, with the ids
-// fairseq gave it, which Hugging Face keeps:
+// XLM-RoBERTa's tokenizer from its SentencePiece model alone, for a model folder that has
+// sentencepiece.bpe.model and no tokenizer.json (with one, data/unigram_tokenizer.h reads it,
+// as sentence-transformers does). Read by libsentencepiece, with the ids fairseq gave it,
+// which Hugging Face keeps:
 //
 //   <s> = 0   <pad> = 1   </s> = 2   <unk> = 3      SentencePiece's piece i (i >= 3) = i + 1
 //   <mask> = SentencePiece's size + 1                 a text: <s> pieces </s>
 //
 // The special tokens written in a text are cut out before SentencePiece reads it, as Hugging
-// Face does (<mask> also takes the spaces before it).
+// Face does (<mask> also takes the spaces before it). These are the ids of transformers'
+// SentencePiece-based XLMRobertaTokenizer; its tokenizer.json twin can differ at the edges
+// (a trailing space is a "▁" piece there), which is why tokenizer.json is read first.
 #pragma once
 #include <filesystem>
 #include <memory>
