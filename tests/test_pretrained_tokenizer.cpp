@@ -125,6 +125,16 @@ TEST_CASE("pretrained tokenizer: Hugging Face's ids on every text of the committ
                 equal += ids == expected;
                 CHECK_MESSAGE(ids == expected, line["source"].get<std::string>() << ": " << text.substr(0, 80));
                 texts.push_back(text);
+                // The same pieces with offsets: each within the text, in the text's order; the
+                // special tokens at the ends cover no bytes.
+                const Tokenizer::PiecesWithOffsets pieces = tokenizer.encode_with_offsets(text);
+                CHECK(pieces.ids == ids);
+                for (size_t i = 1; i + 1 < pieces.ids.size(); ++i) {
+                    CHECK(pieces.begin[i] <= pieces.end[i]);
+                    CHECK(pieces.end[i] <= static_cast<int64_t>(text.size()));
+                    CHECK(pieces.begin[i] >= pieces.begin[i - 1]);
+                }
+                CHECK(pieces.begin.front() == pieces.end.front());
             }
             MESSAGE(model_name << ": " << equal << " of " << lines.size() << " sample texts equal to Hugging Face's ids");
             CHECK(equal == static_cast<int64_t>(lines.size()));
