@@ -18,7 +18,7 @@ bool is_ascii_punctuation(char32_t c) {
 
 bool is_bert_punctuation(char32_t c) { return is_ascii_punctuation(c) || is_punctuation(c); }
 
-AlignedText clean_text(const AlignedText& text) {
+AlignedText bert_clean_text(const AlignedText& text) {
     AlignedText out;
     for (size_t i = 0; i < text.size(); ++i) {
         const char32_t c = text.chars[i];
@@ -40,7 +40,7 @@ AlignedText space_out_cjk(const AlignedText& text) {
     return out;
 }
 
-AlignedText strip_accents(const AlignedText& text) {
+AlignedText strip_nonspacing_marks(const AlignedText& text) {
     AlignedText decomposed = canonical_decomposition(text), out;
     for (size_t i = 0; i < decomposed.size(); ++i)
         if (!is_nonspacing_mark(decomposed.chars[i]))
@@ -48,7 +48,7 @@ AlignedText strip_accents(const AlignedText& text) {
     return out;
 }
 
-AlignedText lowercase(const AlignedText& text) {
+AlignedText lowercase_each_character(const AlignedText& text) {
     AlignedText out;
     for (size_t i = 0; i < text.size(); ++i)
         for (char32_t lower : full_lowercase(text.chars[i])) out.push_back(lower, text.begin[i], text.end[i]);
@@ -64,10 +64,10 @@ bool is_cjk_ideograph(char32_t c) {
 }
 
 AlignedText bert_normalize(const AlignedText& text, const BertNormalizerOptions& options) {
-    AlignedText out = options.clean_text ? clean_text(text) : text;
+    AlignedText out = options.clean_text ? bert_clean_text(text) : text;
     if (options.handle_chinese_chars) out = space_out_cjk(out);
-    if (options.strip_accents.value_or(options.lowercase)) out = strip_accents(out);
-    if (options.lowercase) out = lowercase(out);
+    if (options.strip_accents.value_or(options.lowercase)) out = strip_nonspacing_marks(out);
+    if (options.lowercase) out = lowercase_each_character(out);
     return out;
 }
 

@@ -13,10 +13,10 @@ namespace {
 
 // A Darts double-array unit: a leaf flag, a label (the byte that leads here) and the offset
 // to the children; a leaf's unit holds a value instead.
-bool has_leaf(uint32_t unit) { return ((unit >> 8) & 1) == 1; }
-uint32_t value(uint32_t unit) { return unit & ((1u << 31) - 1); }
-uint32_t label(uint32_t unit) { return unit & ((1u << 31) | 0xFF); }
-uint32_t offset(uint32_t unit) { return (unit >> 10) << ((unit & (1u << 9)) >> 6); }
+bool charsmap_unit_has_leaf(uint32_t unit) { return ((unit >> 8) & 1) == 1; }
+uint32_t charsmap_unit_value(uint32_t unit) { return unit & ((1u << 31) - 1); }
+uint32_t charsmap_unit_label(uint32_t unit) { return unit & ((1u << 31) | 0xFF); }
+uint32_t charsmap_unit_offset(uint32_t unit) { return (unit >> 10) << ((unit & (1u << 9)) >> 6); }
 
 int base64_value(char c) {
     if (c >= 'A' && c <= 'Z') return c - 'A';
@@ -78,18 +78,18 @@ PrecompiledCharsmap::PrecompiledCharsmap(std::string blob, const std::string& so
 }
 
 std::optional<std::string_view> PrecompiledCharsmap::transform(std::string_view bytes) const {
-    size_t node = offset(units_[0]);
+    size_t node = charsmap_unit_offset(units_[0]);
     for (char c : bytes) {
         const auto byte = static_cast<unsigned char>(c);
         if (byte == 0) break;
         node ^= byte;
         if (node >= units_.size()) return std::nullopt;
         const uint32_t unit = units_[node];
-        if (label(unit) != byte) return std::nullopt;
-        node ^= offset(unit);
+        if (charsmap_unit_label(unit) != byte) return std::nullopt;
+        node ^= charsmap_unit_offset(unit);
         if (node >= units_.size()) return std::nullopt;
-        if (has_leaf(unit)) {  // the first rule found is the shortest: Hugging Face takes it
-            const size_t at = value(units_[node]);
+        if (charsmap_unit_has_leaf(unit)) {  // the first rule found is the shortest: Hugging Face takes it
+            const size_t at = charsmap_unit_value(units_[node]);
             if (at >= strings_.size()) return std::nullopt;
             const size_t end = strings_.find('\0', at);
             return std::string_view(strings_).substr(at, (end == std::string::npos ? strings_.size() : end) - at);

@@ -11,7 +11,7 @@ namespace fs = std::filesystem;
 // XLM-RoBERTa's tokenizer.json is 17 MB; a file far larger is not a tokenizer.
 constexpr uintmax_t kMaxTokenizerJsonBytes = 256u << 20;
 
-bool flag(const json& object, const char* key) {
+bool json_flag(const json& object, const char* key) {
     return object.contains(key) && object[key].is_boolean() && object[key].get<bool>();
 }
 
@@ -75,15 +75,15 @@ std::vector<TokenizerJsonAddedToken> read_added_tokens(const json& file, const s
                   "tokenizer load: '{}': an added token needs an id and a non-empty content, got {}", source,
                   entry.dump().substr(0, 200));
         const std::string content = entry["content"].get<std::string>();
-        NCE_CHECK(!flag(entry, "single_word"), "tokenizer load: '{}': added token '{}' is single_word, which nce does "
+        NCE_CHECK(!json_flag(entry, "single_word"), "tokenizer load: '{}': added token '{}' is single_word, which nce does "
                   "not read", source, content);
         TokenizerJsonAddedToken added;
         added.token.content = decode_utf8(content).chars;
         added.token.id = entry["id"].get<int64_t>();
-        added.token.normalized = flag(entry, "normalized");
-        added.token.lstrip = flag(entry, "lstrip");
-        added.token.rstrip = flag(entry, "rstrip");
-        added.special = flag(entry, "special");
+        added.token.normalized = json_flag(entry, "normalized");
+        added.token.lstrip = json_flag(entry, "lstrip");
+        added.token.rstrip = json_flag(entry, "rstrip");
+        added.special = json_flag(entry, "special");
         tokens.push_back(std::move(added));
     }
     return tokens;

@@ -13,7 +13,7 @@
 namespace nce::data {
 namespace {
 
-constexpr char32_t kReplacementCharacter = 0xFFFD;
+constexpr char32_t kInvalidUtf8Replacement = 0xFFFD;
 
 // The number of bytes of the UTF-8 sequence starting at `text[i]` and its code point, or 0
 // when the bytes there are not a valid, shortest-form sequence.
@@ -75,7 +75,7 @@ AlignedText decode_utf8(std::string_view text) {
     for (size_t i = 0; i < text.size();) {
         char32_t code_point = 0;
         int length = decode_one(text, i, code_point);
-        if (length == 0) code_point = kReplacementCharacter, length = 1;
+        if (length == 0) code_point = kInvalidUtf8Replacement, length = 1;
         decoded.push_back(code_point, static_cast<int64_t>(i), static_cast<int64_t>(i + length));
         i += length;
     }

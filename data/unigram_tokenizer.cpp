@@ -14,7 +14,7 @@ using nlohmann::json;
 constexpr double kUnknownPenalty = 10.0;  // an unknown character scores the lowest piece's score - 10
 constexpr char32_t kMetaspace = U'\u2581';  // '▁'
 
-std::string type_of(const json& object) {
+std::string json_type_of(const json& object) {
     return object.is_object() && object.contains("type") && object["type"].is_string() ? object["type"].get<std::string>()
                                                                                         : "";
 }
@@ -118,13 +118,13 @@ std::shared_ptr<UnigramTokenizer> UnigramTokenizer::from_tokenizer_json(const fs
     // The normalizer: Precompiled, Replace(" {2,}", " "), or a Sequence of them, or none.
     const json normalizer = file.contains("normalizer") ? file["normalizer"] : json();
     std::vector<json> steps;
-    if (type_of(normalizer) == "Sequence" && normalizer.contains("normalizers") && normalizer["normalizers"].is_array())
+    if (json_type_of(normalizer) == "Sequence" && normalizer.contains("normalizers") && normalizer["normalizers"].is_array())
         steps.assign(normalizer["normalizers"].begin(), normalizer["normalizers"].end());
     else if (!normalizer.is_null())
         steps.push_back(normalizer);
     for (size_t i = 0; i < steps.size(); ++i) {
         const json& step = steps[i];
-        const std::string type = type_of(step);
+        const std::string type = json_type_of(step);
         const bool collapse = type == "Replace" && step.contains("pattern") && step["pattern"].is_object() &&
                               step["pattern"].value("Regex", "") == " {2,}" && step.value("content", "") == " ";
         const bool charsmap = type == "Precompiled" && step.contains("precompiled_charsmap") &&
@@ -137,7 +137,7 @@ std::shared_ptr<UnigramTokenizer> UnigramTokenizer::from_tokenizer_json(const fs
     }
 
     const json pre_tokenizer = file.contains("pre_tokenizer") ? file["pre_tokenizer"] : json();
-    NCE_CHECK(type_of(pre_tokenizer) == "Metaspace" && pre_tokenizer.value("replacement", "") == "\u2581" &&
+    NCE_CHECK(json_type_of(pre_tokenizer) == "Metaspace" && pre_tokenizer.value("replacement", "") == "\u2581" &&
                   pre_tokenizer.value("split", true),
               "tokenizer load: '{}': pre_tokenizer {} is not one nce reads with a Unigram model; nce reads XLM-RoBERTa's "
               "Metaspace (replacement '\u2581', split)", source, pre_tokenizer.dump().substr(0, 120));

@@ -15,7 +15,7 @@ using nlohmann::json;
 // file's id cannot make load allocate without bound.
 constexpr int64_t kMaxPieceId = 10'000'000;
 
-std::string optional_string(const json& object, const char* key, const std::string& otherwise) {
+std::string string_field_or(const json& object, const char* key, const std::string& otherwise) {
     if (!object.is_object() || !object.contains(key) || object[key].is_null()) return otherwise;
     const json& value = object[key];
     if (value.is_string()) return value.get<std::string>();
@@ -27,17 +27,17 @@ std::string optional_string(const json& object, const char* key, const std::stri
 
 BertNormalizerOptions read_bert_normalizer(const json& normalizer, const std::string& source) {
     BertNormalizerOptions options;
-    auto flag = [&](const char* key, bool otherwise) {
+    auto read_flag = [&](const char* key, bool otherwise) {
         if (!normalizer.contains(key) || normalizer[key].is_null()) return otherwise;
         NCE_CHECK(normalizer[key].is_boolean(), "tokenizer load: '{}': normalizer.{} must be true, false or null",
                   source, key);
         return normalizer[key].get<bool>();
     };
-    options.clean_text = flag("clean_text", true);
-    options.handle_chinese_chars = flag("handle_chinese_chars", true);
-    options.lowercase = flag("lowercase", true);
+    options.clean_text = read_flag("clean_text", true);
+    options.handle_chinese_chars = read_flag("handle_chinese_chars", true);
+    options.lowercase = read_flag("lowercase", true);
     if (normalizer.contains("strip_accents") && !normalizer["strip_accents"].is_null())
-        options.strip_accents = flag("strip_accents", false);
+        options.strip_accents = read_flag("strip_accents", false);
     return options;
 }
 
@@ -80,7 +80,7 @@ std::shared_ptr<WordPieceTokenizer> WordPieceTokenizer::from_tokenizer_json(cons
                   id.dump());
         tokenizer->add_piece(piece, id.get<int64_t>(), source);
     }
-    tokenizer->continuing_prefix_ = optional_string(model, "continuing_subword_prefix", "##");
+    tokenizer->continuing_prefix_ = string_field_or(model, "continuing_subword_prefix", "##");
     if (model.contains("max_input_chars_per_word") && model["max_input_chars_per_word"].is_number_integer())
         tokenizer->max_word_chars_ = model["max_input_chars_per_word"].get<int64_t>();
 
@@ -91,37 +91,38 @@ std::shared_ptr<WordPieceTokenizer> WordPieceTokenizer::from_tokenizer_json(cons
         else NCE_CHECK(known->second == added.token.id, "tokenizer load: '{}': added token '{}' has id {} but the "
                        "vocabulary gives it {}; use the model's own tokenizer.json", source, content, added.token.id,
                        known->second);
-        if (!added.token.normalized) {
-            tokenizer->raw_added_tokens_.push_back(added.token);
-            continue;
-        }
-        tokenizer->normalized_added_tokens_.push_back(added.token);  // its content normalized below
-
+        // A normalized token is looked for in normalized text: its content is normalized below.
+        (added.token.normalized ? tokenizer->normalized_added_tokens_ : tokenizer->raw_added_tokens_)
+            .push_back(added.token);
     }
 
     const json& normalizer = file.contains("normalizer") ? file["normalizer"] : json();
     if (!normalizer.is_null()) {
-        const std::string type = optional_string(normalizer, "type", "");
+        const std::string type = string_field_or(normalizer, "type", "");
         NCE_CHECK(type == "BertNormalizer", "tokenizer load: '{}': normalizer '{}' with a WordPiece model, which nce "
                   "does not read; nce reads BERT's (BertNormalizer)", source, type);
         tokenizer->normalizer_ = read_bert_normalizer(normalizer, source);
     }
-    // A normalized added token is looked for in normalized text, as it reads normalized.
     if (tokenizer->normalizer_)
         for (AddedToken& token : tokenizer->normalized_added_tokens_)
             token.content = bert_normalize(AlignedText{token.content, std::vector<int64_t>(token.content.size()),
                                                        std::vector<int64_t>(token.content.size())},
                                            *tokenizer->normalizer_).chars;
     const std::string pre_tokenizer =
-        file.contains("pre_tokenizer") ? optional_string(file["pre_tokenizer"], "type", "") : "";
+        file.contains("pre_tokenizer") ? string_field_or(file["pre_tokenizer"], "type", "") : "";
     NCE_CHECK(pre_tokenizer == "BertPreTokenizer", "tokenizer load: '{}': pre_tokenizer '{}' with a WordPiece model, "
               "which nce does not read; nce reads BERT's (BertPreTokenizer)", source, pre_tokenizer);
 
     SpecialTokensAround around = read_post_processor(file, source);
+    for (const std::vector<int64_t>* side : {&around.before, &around.after})
+        for (int64_t id : *side)
+            NCE_CHECK(id < tokenizer->vocab_size() && !tokenizer->pieces_[id].empty(), "tokenizer load: '{}': the "
+                      "post_processor's special token id {} is not in the vocabulary; use the model's own tokenizer.json",
+                      source, id);
     tokenizer->ids_before_ = around.before;
     tokenizer->ids_after_ = around.after;
     const json padding = file.contains("padding") ? file["padding"] : json();
-    tokenizer->finish(source, optional_string(model, "unk_token", "[UNK]"), optional_string(padding, "pad_token", "[PAD]"));
+    tokenizer->finish(source, string_field_or(model, "unk_token", "[UNK]"), string_field_or(padding, "pad_token", "[PAD]"));
     return tokenizer;
 }
 
@@ -148,11 +149,11 @@ std::shared_ptr<WordPieceTokenizer> WordPieceTokenizer::from_vocab_txt(const fs:
         options.strip_accents = config["strip_accents"].get<bool>();
     tokenizer->normalizer_ = options;
 
-    const std::string unknown = optional_string(config, "unk_token", "[UNK]");
-    const std::string cls = optional_string(config, "cls_token", "[CLS]");
-    const std::string sep = optional_string(config, "sep_token", "[SEP]");
-    const std::string pad = optional_string(config, "pad_token", "[PAD]");
-    const std::string mask = optional_string(config, "mask_token", "[MASK]");
+    const std::string unknown = string_field_or(config, "unk_token", "[UNK]");
+    const std::string cls = string_field_or(config, "cls_token", "[CLS]");
+    const std::string sep = string_field_or(config, "sep_token", "[SEP]");
+    const std::string pad = string_field_or(config, "pad_token", "[PAD]");
+    const std::string mask = string_field_or(config, "mask_token", "[MASK]");
     tokenizer->finish(source, unknown, pad);
     // The special tokens, as transformers' BERT tokenizer adds them: cut out of the raw text.
     for (const std::string& special : {pad, unknown, cls, sep, mask}) {

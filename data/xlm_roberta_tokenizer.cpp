@@ -12,15 +12,15 @@ namespace {
 
 constexpr int64_t kBegin = 0, kPad = 1, kEnd = 2, kUnknown = 3;
 constexpr int64_t kFairseqOffset = 1;  // SentencePiece's piece i is id i + 1
-constexpr uintmax_t kMaxModelFileBytes = 256u << 20;
+constexpr uintmax_t kMaxSentencePieceModelBytes = 256u << 20;
 
 std::string read_model_bytes(const std::filesystem::path& path) {
     std::error_code error;
     const uintmax_t size = std::filesystem::file_size(path, error);
     NCE_CHECK(!error, "tokenizer load: cannot read '{}': {}", path.string(), error.message());
-    NCE_CHECK(size <= kMaxModelFileBytes, "tokenizer load: '{}' is {} bytes, over the {}-byte limit for a "
+    NCE_CHECK(size <= kMaxSentencePieceModelBytes, "tokenizer load: '{}' is {} bytes, over the {}-byte limit for a "
               "SentencePiece model; pass the model's own sentencepiece.bpe.model", path.string(), size,
-              kMaxModelFileBytes);
+              kMaxSentencePieceModelBytes);
     std::ifstream in(path, std::ios::binary);
     std::string bytes(static_cast<size_t>(size), '\0');
     in.read(bytes.data(), static_cast<std::streamsize>(size));
