@@ -118,6 +118,21 @@ void write_file_atomically(const fs::path& path, const std::string& bytes) {
     }
 }
 
+// A pretrained kind's row, as Hugging Face truncates a single text: the text's pieces cut to
+// max_length minus the special tokens, then the special tokens around them.
+std::vector<int64_t> pretrained_encoding(const PretrainedTokenizer& tokenizer, const std::string& text,
+                                         int64_t max_length) {
+    const int64_t specials = static_cast<int64_t>(tokenizer.ids_before().size() + tokenizer.ids_after().size());
+    NCE_CHECK(max_length >= specials, "tokenizer encode: max_length {} is shorter than the {} special tokens every "
+              "row holds; pass at least {}", max_length, specials, specials + 1);
+    std::vector<int64_t> content = tokenizer.encode_content(text).ids;
+    if (static_cast<int64_t>(content.size()) > max_length - specials) content.resize(max_length - specials);
+    std::vector<int64_t> row = tokenizer.ids_before();
+    row.insert(row.end(), content.begin(), content.end());
+    row.insert(row.end(), tokenizer.ids_after().begin(), tokenizer.ids_after().end());
+    return row;
+}
+
 }  // namespace
 
 TokenizerModelType parse_tokenizer_model_type(const std::string& name) {
@@ -193,11 +208,21 @@ Tokenizer Tokenizer::train(const std::vector<std::string>& texts, const Tokenize
     return Tokenizer(std::move(processor), model_path.string());
 }
 
+Tokenizer::Tokenizer(std::shared_ptr<const PretrainedTokenizer> pretrained, std::string model_path)
+    : pretrained_(std::move(pretrained)), model_path_(std::move(model_path)) {}
+
 Tokenizer Tokenizer::load(const std::string& path) {
+    const fs::path pretrained_file = find_pretrained_tokenizer_file(path);
+    if (!pretrained_file.empty()) return Tokenizer(load_pretrained_tokenizer(pretrained_file), pretrained_file.string());
+    return load_sentencepiece(path);
+}
+
+Tokenizer Tokenizer::load_sentencepiece(const std::string& path) {
     fs::path model_path = path;
     if (fs::is_directory(model_path)) model_path /= kModelFileName;
     NCE_CHECK(fs::is_regular_file(model_path),
-              "tokenizer load: no model file at '{}'; pass a tokenizer.model (or its directory) written by training",
+              "tokenizer load: no model file at '{}'; pass a tokenizer.model (or its directory) written by training, or a "
+              "model folder with tokenizer.json, vocab.txt or sentencepiece.bpe.model",
               model_path.string());
     const std::string bytes = read_model_file(model_path);
     check_tokenizer_model(bytes, model_path.string());  // some malformed models make SentencePiece terminate
@@ -209,6 +234,13 @@ Tokenizer Tokenizer::load(const std::string& path) {
 }
 
 std::vector<int64_t> Tokenizer::encode_ids(const std::string& text) const {
+    if (pretrained_) {
+        std::vector<int64_t> ids = pretrained_->ids_before();
+        const std::vector<int64_t> content = pretrained_->encode_content(text).ids;
+        ids.insert(ids.end(), content.begin(), content.end());
+        ids.insert(ids.end(), pretrained_->ids_after().begin(), pretrained_->ids_after().end());
+        return ids;
+    }
     std::vector<int> pieces;
     sentencepiece::util::Status status =
         processor_->Encode(identifier_words_ ? identifier_words(text).text : text, &pieces);
@@ -218,6 +250,19 @@ std::vector<int64_t> Tokenizer::encode_ids(const std::string& text) const {
 }
 
 Tokenizer::PiecesWithOffsets Tokenizer::encode_with_offsets(const std::string& text) const {
+    if (pretrained_) {
+        PiecesWithOffsets result;
+        auto add_special = [&](const std::vector<int64_t>& ids) {
+            for (int64_t id : ids) result.ids.push_back(id), result.begin.push_back(0), result.end.push_back(0);
+        };
+        add_special(pretrained_->ids_before());
+        const ContentPieces content = pretrained_->encode_content(text);
+        result.ids.insert(result.ids.end(), content.ids.begin(), content.ids.end());
+        result.begin.insert(result.begin.end(), content.begin.begin(), content.begin.end());
+        result.end.insert(result.end.end(), content.end.begin(), content.end.end());
+        add_special(pretrained_->ids_after());
+        return result;
+    }
     // SentencePiece's offsets are into the text it read. With identifier words that is the
     // rewritten text, mapped back through each byte's source: a piece covers the original
     // bytes from the source of its first byte to that of its last, leaving out the spaces the
@@ -258,6 +303,11 @@ EncodedBatch Tokenizer::encode(const std::vector<std::string>& texts, int64_t ma
     std::vector<std::vector<int64_t>> rows(texts.size());
     int64_t longest = 0;
     for (int64_t b = 0; b < batch; ++b) {
+        if (pretrained_) {
+            rows[b] = pretrained_encoding(*pretrained_, texts[b], max_length);
+            longest = std::max(longest, static_cast<int64_t>(rows[b].size()));
+            continue;
+        }
         rows[b] = encode_ids(texts[b]);
         NCE_CHECK(!rows[b].empty(),
                   "tokenizer encode: text {} of {} gives no tokens (it is empty or only spaces); drop empty texts "
@@ -281,6 +331,7 @@ EncodedBatch Tokenizer::encode(const std::vector<std::string>& texts, int64_t ma
 }
 
 std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
+    if (pretrained_) return pretrained_->decode(ids);
     std::vector<int> pieces;
     for (int64_t id : ids) {
         NCE_CHECK(id >= 0 && id < vocab_size(), "tokenizer decode: id {} is outside the vocabulary [0, {})", id,
@@ -293,10 +344,12 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
     return text;
 }
 
-int64_t Tokenizer::vocab_size() const { return processor_->GetPieceSize(); }
+TokenizerKind Tokenizer::kind() const { return pretrained_ ? pretrained_->kind() : TokenizerKind::SentencePiece; }
 
-int64_t Tokenizer::pad_id() const { return std::max(processor_->pad_id(), 0); }
+int64_t Tokenizer::vocab_size() const { return pretrained_ ? pretrained_->vocab_size() : processor_->GetPieceSize(); }
 
-int64_t Tokenizer::unknown_id() const { return processor_->unk_id(); }
+int64_t Tokenizer::pad_id() const { return pretrained_ ? pretrained_->pad_id() : std::max(processor_->pad_id(), 0); }
+
+int64_t Tokenizer::unknown_id() const { return pretrained_ ? pretrained_->unknown_id() : processor_->unk_id(); }
 
 }  // namespace nce::data

@@ -1,8 +1,15 @@
-// Tokenizer: text -> token ids, over SentencePiece (Debian's libsentencepiece).
+// Tokenizer: text -> token ids. Two families behind one interface:
 //
-// A model is trained on the corpus's own texts (unigram or BPE) and saved as one file,
-// `<dir>/tokenizer.model`; loading that file gives the same ids for the same text. encode()
-// turns a list of texts into the two tensors a text encoder takes:
+// * SentencePiece models trained by nce (Debian's libsentencepiece). A model is trained on the
+//   corpus's own texts (unigram or BPE) and saved as one file, `<dir>/tokenizer.model`;
+//   loading that file gives the same ids for the same text. Ids 0 and 1 are <pad> and <unk>;
+//   no begin/end-of-sentence pieces are added.
+// * A pretrained model's tokenizer from a Hugging Face model folder (data/pretrained_tokenizer.h):
+//   BERT's WordPiece (tokenizer.json or vocab.txt) and XLM-RoBERTa's Unigram (tokenizer.json,
+//   or its sentencepiece.bpe.model alone). Their ids are those of Hugging Face's tokenizers, with the
+//   model's special tokens around each text ([CLS] ... [SEP], <s> ... </s>).
+//
+// encode() turns a list of texts into the two tensors a text encoder takes:
 //
 //   texts  = {"hello world", "hi"}        (say "hello world" -> 3 pieces, "hi" -> 1 piece)
 //   ids    = [[17, 52,  9],               int64 [B, T], T = longest text (capped at max_length)
@@ -10,8 +17,7 @@
 //   mask   = [[ 1,  1,  1],               int64 [B, T], 1 = token, 0 = padding
 //             [ 1,  0,  0]]
 //
-// Ids 0 and 1 of a model trained here are <pad> and <unk>; no begin/end-of-sentence pieces
-// are added. SentencePiece's own logging is kept quiet: its errors come back as nce::Error.
+// SentencePiece's own logging is kept quiet: its errors come back as nce::Error.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -19,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "data/pretrained_tokenizer.h"
 #include "engine/tensor.h"
 
 namespace sentencepiece {
@@ -67,14 +74,21 @@ public:
     // nce::Error line naming the option to change.
     static Tokenizer train(const std::vector<std::string>& texts, const TokenizerOptions& options,
                            const std::string& directory);
-    // `path` is a tokenizer.model file, or a directory that holds one.
+    // `path` is a tokenizer.model file, or a directory that holds one, or a Hugging Face
+    // model folder (or its tokenizer.json, vocab.txt or sentencepiece.bpe.model). A folder is
+    // read by the first of tokenizer.json, vocab.txt, sentencepiece.bpe.model and
+    // tokenizer.model that it holds. When the folder also holds the model's config.json, its
+    // vocab_size must cover every id the tokenizer gives.
     static Tokenizer load(const std::string& path);
 
-    // Ids [B, T] and mask [B, T]: T is the longest text's token count, at most max_length;
-    // longer texts keep their first max_length tokens. Every text must give at least one
-    // token (an empty text throws: a row with no token cannot be pooled).
+    // Ids [B, T] and mask [B, T]: T is the longest text's token count, at most max_length.
+    // SentencePiece models trained by nce: longer texts keep their first max_length tokens, and
+    // every text must give at least one token (an empty text throws: a row with no token
+    // cannot be pooled). Pretrained kinds, as Hugging Face truncates: the text's pieces are
+    // cut to max_length minus the special tokens, then the special tokens go around them (an
+    // empty text gives the special tokens alone).
     EncodedBatch encode(const std::vector<std::string>& texts, int64_t max_length) const;
-    // One text's ids, unpadded and untruncated.
+    // One text's ids, unpadded and untruncated, with the special tokens of a pretrained kind.
     std::vector<int64_t> encode_ids(const std::string& text) const;
     std::string decode(const std::vector<int64_t>& ids) const;
     // One text's pieces with where each came from: piece i is bytes [begin[i], end[i]) of
@@ -86,6 +100,8 @@ public:
     };
     PiecesWithOffsets encode_with_offsets(const std::string& text) const;
 
+    TokenizerKind kind() const;
+    // The number of ids: every id encode gives is below it.
     int64_t vocab_size() const;
     // The id that fills padding; 0 when the model (trained elsewhere) has no <pad> piece,
     // which is harmless because the mask marks those positions.
@@ -98,8 +114,11 @@ public:
 
 private:
     Tokenizer(std::shared_ptr<sentencepiece::SentencePieceProcessor> processor, std::string model_path);
+    Tokenizer(std::shared_ptr<const PretrainedTokenizer> pretrained, std::string model_path);
+    static Tokenizer load_sentencepiece(const std::string& path);
 
-    std::shared_ptr<sentencepiece::SentencePieceProcessor> processor_;
+    std::shared_ptr<sentencepiece::SentencePieceProcessor> processor_;  // trained by nce
+    std::shared_ptr<const PretrainedTokenizer> pretrained_;             // or from a model folder
     std::string model_path_;
     bool identifier_words_ = false;
 };

