@@ -682,12 +682,12 @@ TEST_CASE("models: dropout in training replays exactly from the same generator o
     CHECK(max_abs_difference(evaluated, model->encode(features, mask, nullptr).value()) == 0.0);
 }
 
-TEST_CASE("gradient checks: every module and both models pass against finite differences in float64") {
+TEST_CASE("gradient checks: every module and the three models pass against finite differences in float64") {
     CheckRegistry registry;
     register_module_checks(registry);
     const std::vector<std::string> expected_ops{"Linear", "Embedding", "LayerNorm", "Dropout", "MultiHeadAttention",
                                                 "TransformerEncoderLayer", "TransformerEncoder", "sig_predictor",
-                                                "text_encoder"};
+                                                "text_encoder", "bert"};
     CHECK(registry.ops() == expected_ops);
     for (const std::string& op : expected_ops) {
         int cases = 0;
