@@ -94,7 +94,8 @@ const std::set<std::string> kHarmlessConfigKeys = {
     "classifier_dropout", "bos_token_id", "eos_token_id", "output_past", "tokenizer_class", "id2label",
     "label2id", "torch_dtype", "dtype", "return_dict", "output_hidden_states", "output_attentions",
     "finetuning_task", "problem_type", "sep_token_id", "cls_token_id", "directionality", "pooler_fc_size",
-    "pooler_num_attention_heads", "pooler_num_fc_layers", "pooler_size_per_head", "pooler_type", "layer_norm_type"};
+    "pooler_num_attention_heads", "pooler_num_fc_layers", "pooler_size_per_head", "pooler_type", "layer_norm_type",
+    "tie_word_embeddings"};  // ties an output head's weights to the word embeddings; an encoder has none
 const std::set<std::string> kUsedConfigKeys = {
     "architectures", "model_type", "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
     "intermediate_size", "hidden_act", "hidden_dropout_prob", "attention_probs_dropout_prob",
@@ -157,53 +158,95 @@ ModelConfig read_model_config(const fs::path& file) {
 
 // ---- the sentence-transformers files ----
 
-// sentence_bert_config.json: max_seq_length becomes max_len.
-void read_sentence_bert_config(const fs::path& file, ModelConfig& config) {
+// The longest input, as sentence-transformers takes it: sentence_bert_config.json's
+// max_seq_length, else the tokenizer's model_max_length (tokenizer_config.json, what
+// sentence-transformers 6 writes), else every position; at most the positions there are.
+void read_max_length(const fs::path& transformer, ModelConfig& config) {
+    const int64_t positions = config.max_len;  // max_position_embeddings - position_offset
     std::error_code error;
-    if (!fs::exists(file, error)) return;
-    Json json = read_json_file(file, "");
-    check_keys(json, file, {"max_seq_length", "do_lower_case"}, {});
-    NCE_CHECK(!bool_key(json, "do_lower_case", file, false),
-              "'{}': do_lower_case true (sentence-transformers lowercases the text before the tokenizer) is not "
-              "implemented; nce's tokenizers lowercase where tokenizer.json says so",
-              file.string());
-    if (json.contains("max_seq_length") && !json["max_seq_length"].is_null()) {
-        int64_t length = integer_key(json, "max_seq_length", file);
-        NCE_CHECK(length >= 1 && length <= config.max_len,
-                  "'{}': max_seq_length {} must be in [1, {}] (config.json's max_position_embeddings {} less the "
-                  "position offset {})",
-                  file.string(), length, config.max_len, config.max_position_embeddings, config.position_offset);
-        config.max_len = length;
+    const fs::path sbert = transformer / "sentence_bert_config.json";
+    const fs::path tokenizer = transformer / "tokenizer_config.json";
+    if (fs::exists(sbert, error)) {
+        Json json = read_json_file(sbert, "");
+        check_keys(json, sbert,
+                   {"max_seq_length", "do_lower_case", "transformer_task", "modality_config", "module_output_name"}, {});
+        NCE_CHECK(!bool_key(json, "do_lower_case", sbert, false),
+                  "'{}': do_lower_case true (sentence-transformers lowercases the text before the tokenizer) is not "
+                  "implemented; nce's tokenizers lowercase where tokenizer.json says so",
+                  sbert.string());
+        // sentence-transformers 6's description of the Transformer module: text in, token states out.
+        NCE_CHECK(string_key(json, "transformer_task", sbert, "feature-extraction") == "feature-extraction",
+                  "'{}': transformer_task {} is not implemented; nce implements \"feature-extraction\"", sbert.string(),
+                  json["transformer_task"].dump());
+        NCE_CHECK(string_key(json, "module_output_name", sbert, "token_embeddings") == "token_embeddings",
+                  "'{}': module_output_name {} is not implemented; nce's Transformer gives \"token_embeddings\"",
+                  sbert.string(), json["module_output_name"].dump());
+        const Json text_only = {{"text", {{"method", "forward"}, {"method_output_name", "last_hidden_state"}}}};
+        NCE_CHECK(!json.contains("modality_config") || json["modality_config"] == text_only,
+                  "'{}': modality_config {} is not implemented; nce reads text through the encoder's last hidden state "
+                  "({})",
+                  sbert.string(), json["modality_config"].dump(), text_only.dump());
+        if (json.contains("max_seq_length") && !json["max_seq_length"].is_null()) {
+            int64_t length = integer_key(json, "max_seq_length", sbert);
+            NCE_CHECK(length >= 1 && length <= positions,
+                      "'{}': max_seq_length {} must be in [1, {}] (config.json's max_position_embeddings {} less the "
+                      "position offset {})",
+                      sbert.string(), length, positions, config.max_position_embeddings, config.position_offset);
+            config.max_len = length;
+            return;
+        }
+    }
+    if (fs::exists(tokenizer, error)) {
+        Json json = read_json_file(tokenizer, "");
+        NCE_CHECK(json.is_object(), "'{}' must hold a JSON object", tokenizer.string());
+        // Tokenizers without a limit store a huge number (int(1e30)), sometimes as a float.
+        if (json.contains("model_max_length") && json["model_max_length"].is_number()) {
+            const double limit = json["model_max_length"].get<double>();
+            if (limit >= 1) config.max_len = limit >= static_cast<double>(positions) ? positions : static_cast<int64_t>(limit);
+        }
     }
 }
 
-// 1_Pooling/config.json: exactly one of the modes nce implements.
+// 1_Pooling/config.json: exactly one of the modes nce implements, in either
+// sentence-transformers' older form (pooling_mode_mean_tokens: true, ...) or 6's
+// (pooling_mode: "mean").
 void read_pooling_config(const fs::path& file, ModelConfig& config) {
     Json json = read_json_file(file, "modules.json names a Pooling module; its config.json says the pooling mode");
     check_keys(json, file,
-               {"word_embedding_dimension", "pooling_mode_cls_token", "pooling_mode_mean_tokens",
-                "pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens",
-                "pooling_mode_lasttoken", "include_prompt"},
+               {"word_embedding_dimension", "embedding_dimension", "pooling_mode", "pooling_mode_cls_token",
+                "pooling_mode_mean_tokens", "pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens",
+                "pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken", "include_prompt"},
                {});
-    NCE_CHECK(integer_key(json, "word_embedding_dimension", file) == config.d_model,
-              "'{}': word_embedding_dimension {} is not config.json's hidden_size {}; the two files describe "
-              "different models",
-              file.string(), json["word_embedding_dimension"].dump(), config.d_model);
-    for (const char* unsupported : {"pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken"})
-        NCE_CHECK(!bool_key(json, unsupported, file, false),
-                  "'{}': {} is not a pooling mode nce implements (mean, cls, max, mean_sqrt_len)", file.string(),
-                  unsupported);
+    const char* width_key = json.contains("embedding_dimension") ? "embedding_dimension" : "word_embedding_dimension";
+    NCE_CHECK(integer_key(json, width_key, file) == config.d_model,
+              "'{}': {} {} is not config.json's hidden_size {}; the two files describe different models",
+              file.string(), width_key, json[width_key].dump(), config.d_model);
     NCE_CHECK(bool_key(json, "include_prompt", file, true),
               "'{}': include_prompt false (the prompt's tokens left out of the pooling) is not implemented",
               file.string());
+    // Every mode that is on, under sentence-transformers 6's names.
     std::vector<std::string> modes;
+    if (json.contains("pooling_mode")) {
+        const Json& mode = json["pooling_mode"];
+        NCE_CHECK(mode.is_string() || mode.is_array(), "'{}': pooling_mode must be a name or a list of names",
+                  file.string());
+        for (const Json& name : mode.is_string() ? Json::array({mode}) : mode) {
+            NCE_CHECK(name.is_string(), "'{}': pooling_mode must be a name or a list of names", file.string());
+            modes.push_back(name.get<std::string>());
+        }
+    }
     for (auto [key, mode] : {std::pair{"pooling_mode_mean_tokens", "mean"}, {"pooling_mode_cls_token", "cls"},
-                             {"pooling_mode_max_tokens", "max"}, {"pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len"}})
+                             {"pooling_mode_max_tokens", "max"}, {"pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len_tokens"},
+                             {"pooling_mode_weightedmean_tokens", "weightedmean"}, {"pooling_mode_lasttoken", "lasttoken"}})
         if (bool_key(json, key, file, false)) modes.push_back(mode);
     NCE_CHECK(modes.size() == 1,
-              "'{}': {} pooling modes are on ({}); nce implements exactly one of mean, cls, max and mean_sqrt_len",
+              "'{}': {} pooling modes are on ({}); nce implements exactly one of mean, cls, max and mean_sqrt_len_tokens",
               file.string(), modes.size(), fmt::join(modes, ", "));
-    config.pooling = modes[0];
+    const std::string& mode = modes[0];
+    NCE_CHECK(mode == "mean" || mode == "cls" || mode == "max" || mode == "mean_sqrt_len_tokens",
+              "'{}': pooling mode {} is not one nce implements (mean, cls, max, mean_sqrt_len_tokens)", file.string(),
+              mode);
+    config.pooling = mode == "mean_sqrt_len_tokens" ? "mean_sqrt_len" : mode;
 }
 
 // config_sentence_transformers.json: the prompts named query and document (or passage).
@@ -367,7 +410,7 @@ std::pair<ModelConfig, fs::path> read_folder_config(const fs::path& folder, std:
     } else {
         read_pooling_config(pipeline.pooling / "config.json", config);
     }
-    read_sentence_bert_config(transformer / "sentence_bert_config.json", config);
+    read_max_length(transformer, config);
     read_prompts(folder / "config_sentence_transformers.json", config, notes);
     try {
         validate_config(config);

@@ -5,8 +5,10 @@
 //   modules.json                 the pipeline: Transformer, Pooling, then optionally Normalize
 //   config.json                  Hugging Face's BertConfig (or RoBERTa / XLM-R's)
 //   model.safetensors            the BertModel's tensors under Hugging Face's names
-//   sentence_bert_config.json    max_seq_length (nce's max_len), do_lower_case
-//   1_Pooling/config.json        the pooling mode: mean, cls, max or mean_sqrt_len
+//   sentence_bert_config.json    max_seq_length (nce's max_len; sentence-transformers 6 leaves
+//                                it to tokenizer_config.json's model_max_length), do_lower_case
+//   1_Pooling/config.json        the pooling mode: mean, cls, max or mean_sqrt_len (older and
+//                                6's layouts alike)
 //   2_Normalize/                 unit rows (present in modules.json: normalize)
 //   config_sentence_transformers.json   prompts (optional)
 //   tokenizer.json, vocab.txt, ...      the tokenizer (nce does not read it here; its

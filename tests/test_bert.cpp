@@ -315,10 +315,18 @@ TEST_CASE("bert: SentenceTransformer(path) loads a folder nce wrote and gives nc
                              embeddings) == 0);
     write_npy((scratch.path / "nce.npy").string(), embeddings);
     std::string command = fmt::format(
-        "PYTHONPATH='{}' HF_HUB_OFFLINE=1 python3 '{}' --folder '{}' --texts '{}' --expected '{}' --tolerance 1e-5",
+        "PYTHONPATH='{}' HF_HUB_OFFLINE=1 python3 '{}' --folder '{}' --texts '{}' --expected '{}' --tolerance 1e-5 "
+        "--save-to '{}'",
         peers.string(), (source_root() / "tests" / "fixtures" / "check_sentence_transformers_folder.py").string(),
-        written.string(), (reference / "texts.json").string(), (scratch.path / "nce.npy").string());
+        written.string(), (reference / "texts.json").string(), (scratch.path / "nce.npy").string(),
+        (scratch.path / "saved_by_sentence_transformers").string());
     CHECK_MESSAGE(std::system(command.c_str()) == 0, command);
+    // And back: the folder sentence-transformers saved, in its own version's layout.
+    nn::PretrainedModel saved = nn::load_sentence_transformers((scratch.path / "saved_by_sentence_transformers").string());
+    CHECK(saved.model->config().max_len == 256);
+    CHECK(saved.model->config().pooling == "mean");
+    CHECK(saved.model->config().normalize);
+    CHECK(max_abs_difference(embed_in_batches(*saved.model, ids, mask), embeddings) == 0);
 }
 
 // ---- bad folders: one line naming the file and the fix ----
@@ -401,9 +409,16 @@ TEST_CASE("bert: bad folders are one line naming the file, before the weights ar
     edit_json(folder / "1_Pooling" / "config.json", [](nlohmann::json& c) { c["pooling_mode_cls_token"] = true; });
     CHECK_ERROR_MENTIONS(load(folder), "2 pooling modes are on (mean, cls)");
     folder = fresh("weighted");
-    edit_json(folder / "1_Pooling" / "config.json",
-              [](nlohmann::json& c) { c["pooling_mode_weightedmean_tokens"] = true; });
-    CHECK_ERROR_MENTIONS(load(folder), "pooling_mode_weightedmean_tokens is not a pooling mode nce implements");
+    edit_json(folder / "1_Pooling" / "config.json", [](nlohmann::json& c) {
+        c["pooling_mode_mean_tokens"] = false;
+        c["pooling_mode_weightedmean_tokens"] = true;
+    });
+    CHECK_ERROR_MENTIONS(load(folder), "pooling mode weightedmean is not one nce implements");
+    folder = fresh("modality");
+    edit_json(folder / "sentence_bert_config.json", [](nlohmann::json& c) {
+        c["modality_config"] = {{"image", {{"method", "forward"}, {"method_output_name", "last_hidden_state"}}}};
+    });
+    CHECK_ERROR_MENTIONS(load(folder), "modality_config {\"image\"");
     folder = fresh("lower_case");
     edit_json(folder / "sentence_bert_config.json", [](nlohmann::json& c) { c["do_lower_case"] = true; });
     CHECK_ERROR_MENTIONS(load(folder), "do_lower_case true");
@@ -417,6 +432,23 @@ TEST_CASE("bert: bad folders are one line naming the file, before the weights ar
         nn::write_safetensors((folder / "model.safetensors").string(), file.tensors, file.metadata);
     }
     CHECK_ERROR_MENTIONS(load(folder), "tensor 'cls.predictions.bias' [7] is not part of the encoder");
+
+    // sentence-transformers 6's layout: pooling_mode by name, no max_seq_length in
+    // sentence_bert_config.json (the tokenizer's model_max_length instead).
+    folder = fresh("version_6");
+    write_text(folder / "1_Pooling" / "config.json",
+               R"({"embedding_dimension": 8, "pooling_mode": "cls", "include_prompt": true})");
+    write_text(folder / "sentence_bert_config.json",
+               R"({"transformer_task": "feature-extraction", "modality_config": {"text": {"method": "forward", )"
+               R"("method_output_name": "last_hidden_state"}}, "module_output_name": "token_embeddings"})");
+    write_text(folder / "tokenizer_config.json", R"({"model_max_length": 4, "do_lower_case": true})");
+    write_text(folder / "2_Normalize" / "config.json",
+               R"({"module_input_name": "sentence_embedding", "module_output_name": "sentence_embedding"})");
+    nn::PretrainedModel version_6 = nn::load_sentence_transformers(folder.string());
+    CHECK(version_6.model->config().pooling == "cls");
+    CHECK(version_6.model->config().max_len == 4);
+    write_text(folder / "tokenizer_config.json", R"({"model_max_length": 1e30})");  // no limit: every position
+    CHECK(nn::sentence_transformers_config(folder.string()).max_len == 6);
 
     // A bare Hugging Face folder: mean pooling, no normalisation, and the notes say so.
     folder = fresh("bare");
