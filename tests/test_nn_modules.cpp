@@ -727,7 +727,7 @@ TEST_CASE("models: bad configs and inputs throw one line naming the field or inp
     };
     config_error([](ModelConfig& c) { c.nhead = 3; }, "nhead 3 must be positive and divide d_model 8");
     config_error([](ModelConfig& c) { c.activation = "tanh"; }, "unknown activation 'tanh'");
-    config_error([](ModelConfig& c) { c.kind = "bert"; }, "unknown kind 'bert'");
+    config_error([](ModelConfig& c) { c.kind = "gpt"; }, "unknown kind 'gpt'");
     config_error([](ModelConfig& c) { c.in_dim = 0; }, "in_dim > 0");
     config_error([](ModelConfig& c) { c.out_dim = 0; }, "out_dim > 0");
     config_error([](ModelConfig& c) { c.dropout = 1.0; }, "dropout must be in [0, 1)");
