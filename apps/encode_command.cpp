@@ -1,9 +1,11 @@
-// nce encode --model CKPT (--features X.npy | --tokens T.npy | --text FILE) [--mask M.npy] --out E.npy
+// nce encode --model CKPT|FOLDER (--features X.npy | --tokens T.npy | --text FILE) [--mask M.npy] --out E.npy
 //            [--tokenizer MODEL] [--max-length N] [--prompt query|passage|none] [--batch-size N]
 //            [--dtype float32|float64] [--device cpu|cuda]
 //
 // Embeds every row of the input with a checkpoint's model in eval mode (no dropout) and
-// writes the L2-normalised embeddings [B, out] to E.npy. A sig_predictor takes features
+// writes the L2-normalised embeddings [B, out] to E.npy. --model FOLDER reads a
+// sentence-transformers folder (nn/sentence_transformers_folder.h) as a bert, which takes
+// --tokens (the ids of the folder's own tokenizer); its notes go to stderr. A sig_predictor takes features
 // [B, T, in_dim] (float); a text_encoder takes token ids [B, T] (int64), or texts: --text
 // FILE holds one text per line (UTF-8), tokenized with the tokenizer.model beside the
 // checkpoint (or --tokenizer) and cut at --max-length tokens (default: the model's max_len).
@@ -31,6 +33,7 @@
 #include "data/tokenizer.h"
 #include "engine/nce.h"
 #include "nn/checkpoint.h"
+#include "nn/sentence_transformers_folder.h"
 
 namespace nce::apps {
 namespace {
@@ -178,7 +181,16 @@ int run(const EncodeOptionsCli& options) {
     const Device device = require_device(options.device);
 
     // 1. The model, the input and the mask, all checked before any computing.
-    std::unique_ptr<nn::EmbeddingModel> model = nn::load_model(options.model_path, dtype);
+    // A folder is a sentence-transformers (or bare Hugging Face) model; what the reader assumed
+    // or left out goes to stderr, one note a line.
+    std::unique_ptr<nn::EmbeddingModel> model;
+    if (std::filesystem::is_directory(options.model_path)) {
+        nn::PretrainedModel pretrained = nn::load_sentence_transformers(options.model_path, dtype);
+        for (const std::string& note : pretrained.notes) fmt::print(stderr, "encode: note: {}\n", note);
+        model = std::move(pretrained.model);
+    } else {
+        model = nn::load_model(options.model_path, dtype);
+    }
     Tensor input, mask;
     if (!options.text_path.empty()) {
         data::EncodedBatch encoded = read_texts(options, model->config());
@@ -219,7 +231,7 @@ int run(const EncodeOptionsCli& options) {
 void add_encode_command(CLI::App& app, int& exit_code) {
     auto options = std::make_shared<EncodeOptionsCli>();
     CLI::App* command = app.add_subcommand("encode", "Embed inputs with a checkpoint's model (eval mode) into a .npy file");
-    command->add_option("--model", options->model_path, "Model or training checkpoint (.safetensors with nce_config)");
+    command->add_option("--model", options->model_path, "Model or training checkpoint (.safetensors with nce_config), or a sentence-transformers folder");
     command->add_option("--features", options->features_path, "Features [B, T, in_dim] .npy (float), for a sig_predictor");
     command->add_option("--tokens", options->tokens_path, "Token ids [B, T] .npy (int64), for a text_encoder");
     command->add_option("--text", options->text_path, "Texts, one per line (UTF-8), for a text_encoder");

@@ -40,7 +40,7 @@ int run(const GradcheckOptionsCli& options) {
     CheckRegistry registry;
     register_engine_checks(registry);
     losses::register_loss_checks(registry);  // every loss, by its name
-    nn::register_module_checks(registry);    // every nn module and both models
+    nn::register_module_checks(registry);    // every nn module and the three models
     std::vector<std::string> ops = registry.ops();
     NCE_CHECK(options.all || !options.name.empty(), "gradcheck: name an op or pass --all (ops: {})", fmt::join(ops, ", "));
     NCE_CHECK(options.all || std::find(ops.begin(), ops.end(), options.name) != ops.end(),

@@ -228,6 +228,14 @@ std::string config_to_json(const ModelConfig& config) {
     // Written only when there is a lexical head, so a model without one is stored as before.
     if (config.lexical_dim > 0) json["lexical_dim"] = config.lexical_dim;
     if (config.term_weights) json["term_weights"] = true;
+    if (config.kind == "bert") {  // and the bert-only fields only for a bert
+        json["max_position_embeddings"] = config.max_position_embeddings;
+        json["type_vocab_size"] = config.type_vocab_size;
+        json["position_offset"] = config.position_offset;
+        json["attention_dropout"] = config.attention_dropout;
+        json["pooling"] = config.pooling;
+        json["normalize"] = config.normalize;
+    }
     return json.dump();
 }
 
@@ -248,7 +256,8 @@ ModelConfig config_from_json(const std::string& text, const std::string& source)
                                                       "layer_norm_eps", "out_dim"};
     static const std::vector<std::string> optional = {"learnable_temperature", "min_temperature", "max_temperature",
                                                       "query_prompt", "passage_prompt", "lexical_dim",
-                                                      "term_weights"};
+                                                      "term_weights", "max_position_embeddings", "type_vocab_size",
+                                                      "position_offset", "attention_dropout", "pooling", "normalize"};
     for (const std::string& key : required)
         NCE_CHECK(json.contains(key), "{}: nce_config has no '{}' (it needs: {})", source, key,
                   fmt::join(required, ", "));
@@ -273,6 +282,23 @@ ModelConfig config_from_json(const std::string& text, const std::string& source)
     config.out_dim = integer_field(json, "out_dim", source);
     if (json.contains("lexical_dim")) config.lexical_dim = integer_field(json, "lexical_dim", source);
     if (json.contains("term_weights")) config.term_weights = bool_field(json, "term_weights", source);
+    // A bert's own fields (nn/model.h); a bert config needs them all.
+    static const std::vector<std::string> bert_keys = {"max_position_embeddings", "type_vocab_size", "position_offset",
+                                                       "attention_dropout", "pooling", "normalize"};
+    for (const std::string& key : bert_keys) {
+        NCE_CHECK(config.kind != "bert" || json.contains(key), "{}: nce_config of a bert has no '{}' (it needs: {})",
+                  source, key, fmt::join(bert_keys, ", "));
+        NCE_CHECK(config.kind == "bert" || !json.contains(key), "{}: nce_config key '{}' is a bert's, not a {}'s",
+                  source, key, config.kind);
+    }
+    if (config.kind == "bert") {
+        config.max_position_embeddings = integer_field(json, "max_position_embeddings", source);
+        config.type_vocab_size = integer_field(json, "type_vocab_size", source);
+        config.position_offset = integer_field(json, "position_offset", source);
+        config.attention_dropout = number_field(json, "attention_dropout", source);
+        config.pooling = string_field(json, "pooling", source);
+        config.normalize = bool_field(json, "normalize", source);
+    }
     if (json.contains("learnable_temperature"))
         config.learnable_temperature = bool_field(json, "learnable_temperature", source);
     if (json.contains("min_temperature")) config.min_temperature = number_field(json, "min_temperature", source);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "nn/bert_encoder.h"
 #include "nn/model_parts.h"
 #include "nn/sig_predictor.h"
 #include "nn/text_encoder.h"
@@ -25,9 +26,11 @@ int64_t checked_product(int64_t a, int64_t b) {
 
 const ModelConfig& validate_config(const ModelConfig& config) {
     const auto& c = config;
-    NCE_CHECK(c.kind == "sig_predictor" || c.kind == "text_encoder",
-              "model config: unknown kind '{}'; use sig_predictor or text_encoder", c.kind);
-    if (c.kind == "sig_predictor") {
+    NCE_CHECK(c.kind == "sig_predictor" || c.kind == "text_encoder" || c.kind == "bert",
+              "model config: unknown kind '{}'; use sig_predictor, text_encoder or bert", c.kind);
+    if (c.kind == "bert") {
+        validate_bert_config(c);
+    } else if (c.kind == "sig_predictor") {
         NCE_CHECK(c.in_dim > 0, "model config: sig_predictor needs in_dim > 0 (the feature size), got {}", c.in_dim);
         NCE_CHECK(c.out_dim > 0, "model config: sig_predictor needs out_dim > 0 (its output_proj size), got {}",
                   c.out_dim);
@@ -37,10 +40,10 @@ const ModelConfig& validate_config(const ModelConfig& config) {
                   c.max_len);
         NCE_CHECK(c.out_dim >= 0, "model config: out_dim must be >= 0 (0: no output projection), got {}", c.out_dim);
     }
-    NCE_CHECK(c.kind == "text_encoder" || c.lexical_dim == 0,
+    NCE_CHECK(c.kind != "sig_predictor" || c.lexical_dim == 0,
               "model config: lexical_dim is a text_encoder's (a sig_predictor has no lexical head), got {}",
               c.lexical_dim);
-    NCE_CHECK(c.kind == "text_encoder" || !c.term_weights,
+    NCE_CHECK(c.kind != "sig_predictor" || !c.term_weights,
               "model config: term_weights is a text_encoder's (a sig_predictor reads no tokens)");
     NCE_CHECK(c.d_model > 0, "model config: d_model must be positive, got {}", c.d_model);
     NCE_CHECK(c.nhead > 0 && c.d_model % c.nhead == 0,
@@ -55,7 +58,7 @@ const ModelConfig& validate_config(const ModelConfig& config) {
               "model config: layer_norm_eps must be positive and finite, got {}", c.layer_norm_eps);
     // The upper limits, and no negative size in a field this kind does not use. A used field
     // must be at least 1 (out_dim of a text_encoder may be 0: no output projection).
-    const bool text = c.kind == "text_encoder";
+    const bool text = c.kind != "sig_predictor";  // text_encoder or bert
     struct Range {
         const char* field;
         int64_t value, low, high;
@@ -86,6 +89,7 @@ const ModelConfig& validate_config(const ModelConfig& config) {
 
 std::map<std::string, Shape> parameter_shapes(const ModelConfig& config) {
     const ModelConfig& c = validate_config(config);
+    if (c.kind == "bert") return bert_parameter_shapes(c);
     const int64_t d = c.d_model, ff = c.dim_feedforward;
     std::map<std::string, Shape> shapes;
     auto linear = [&](const std::string& name, int64_t in, int64_t out) {
@@ -145,6 +149,7 @@ std::unique_ptr<EmbeddingModel> make_model(const ModelConfig& config, Generator&
     validate_config(config);
     NCE_CHECK(is_floating(dtype), "make_model: parameters must be float32 or float64, got {}", dtype_name(dtype));
     if (config.kind == "sig_predictor") return std::make_unique<SigPredictor>(config, generator, dtype);
+    if (config.kind == "bert") return std::make_unique<BertEncoder>(config, generator, dtype);
     return std::make_unique<TextEncoder>(config, generator, dtype);
 }
 

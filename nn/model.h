@@ -9,10 +9,10 @@
 namespace nce::nn {
 
 struct ModelConfig {
-    std::string kind = "text_encoder";  // "sig_predictor" or "text_encoder"
+    std::string kind = "text_encoder";  // "sig_predictor", "text_encoder" or "bert" (nn/bert_encoder.h)
     int64_t in_dim = 0;                 // sig_predictor: token feature size
-    int64_t vocab_size = 0;             // text_encoder
-    int64_t max_len = 0;                // text_encoder: position embeddings
+    int64_t vocab_size = 0;             // text_encoder, bert
+    int64_t max_len = 0;                // text_encoder: position embeddings; bert: the longest input (max_seq_length)
     int64_t d_model = 128;
     int64_t nhead = 4;
     int64_t dim_feedforward = 512;
@@ -41,9 +41,22 @@ struct ModelConfig {
     std::string query_prompt;
     std::string passage_prompt;
     static constexpr size_t kMaxPromptBytes = 1024;
+
+    // ---- bert only (nn/bert_encoder.h: Hugging Face's BertModel, then sentence-transformers'
+    // pooling). d_model, nhead, dim_feedforward, num_layers, activation, layer_norm_eps and
+    // dropout (hidden_dropout_prob) keep their meaning; norm_first is false (post-LN). ----
+    int64_t max_position_embeddings = 0;  // rows of the position table (>= max_len + position_offset)
+    int64_t type_vocab_size = 0;          // rows of the token-type table (row 0 is used)
+    // 0: BERT, token t sits at position t. p > 0: RoBERTa / XLM-R, the real tokens sit at
+    // p, p+1, ... (counted over the mask) and padding at p - 1 (= pad_token_id + 1 = p).
+    int64_t position_offset = 0;
+    double attention_dropout = 0.1;       // attention_probs_dropout_prob
+    std::string pooling = "mean";         // "mean", "cls", "max" or "mean_sqrt_len" (1_Pooling/config.json)
+    bool normalize = true;                // 2_Normalize: unit rows; false: the pooled vector as it is
 };
 
-// An embedding model: inputs and a [B, T] mask in, L2-normalised embeddings [B, out] out.
+// An embedding model: inputs and a [B, T] mask in, L2-normalised embeddings [B, out] out
+// (a bert with normalize = false, as a folder without 2_Normalize, returns its pooled rows).
 class EmbeddingModel : public Module {
 public:
     const ModelConfig& config() const { return config_; }

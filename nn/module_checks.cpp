@@ -4,6 +4,7 @@
 #include <memory>
 #include <tuple>
 
+#include "nn/bert_encoder.h"
 #include "nn/dropout.h"
 #include "nn/embedding.h"
 #include "nn/layer_norm.h"
@@ -21,7 +22,8 @@ namespace {
 // (from make_data) followed by its parameters in named_parameters() order.
 //   build:     a fresh module of the right sizes (its initial values do not matter)
 //   make_data: the inputs the module reads (features, ids); float ones get a gradient
-//              unless listed in constant_data
+//              unless listed in constant_data (input indices: the data first, then the
+//              parameters; a listed parameter is held constant)
 //   run:       the forward, given the module (parameters already bound) and the data inputs
 template <typename M>
 struct ModuleCheck {
@@ -284,6 +286,56 @@ void add_model_checks(CheckRegistry& registry) {
     }
 }
 
+// A tiny bert: vocabulary 7, d_model 4, 2 heads, feed-forward 6, 4 positions of 6 (2 after
+// the offset), both token types.
+ModelConfig tiny_bert(int64_t num_layers, const std::string& pooling, bool normalize, int64_t position_offset,
+                      double dropout) {
+    ModelConfig config = tiny_config("bert", num_layers, "gelu", false, dropout, 0);
+    config.vocab_size = 7;
+    config.max_len = 4;
+    config.max_position_embeddings = 6;
+    config.type_vocab_size = 2;
+    config.position_offset = position_offset;
+    config.attention_dropout = dropout;
+    config.pooling = pooling;
+    config.normalize = normalize;
+    config.layer_norm_eps = 1e-12;
+    return config;
+}
+
+// The whole BertEncoder against finite differences: every parameter (Hugging Face's names),
+// each pooling mode, BERT's and RoBERTa's positions, with and without normalisation, dropout
+// on in one.
+void add_bert_checks(CheckRegistry& registry) {
+    const std::vector<double> mask{0, 0, 1, 1, 1, 0, 1, 0};  // [2, 4]: left padding; a gap and right padding
+    for (const ModelConfig& config : {tiny_bert(2, "mean", true, 0, 0), tiny_bert(1, "cls", true, 2, 0),
+                                      tiny_bert(1, "max", false, 0, 0), tiny_bert(1, "mean_sqrt_len", false, 2, 0),
+                                      tiny_bert(1, "mean", true, 0, 0.2)}) {
+        // The key bias b_k gets no gradient, exactly: it adds q_i · b_k to every score of row i,
+        // and softmax ignores a shift of its row. Its derivative is 0 both ways, where a
+        // relative error means nothing, so it is held constant (after the ids, input 0).
+        std::vector<int> key_biases;
+        Generator probe(0);
+        BertEncoder model(config, probe, Dtype::Float64);
+        auto parameters = model.named_parameters();
+        for (size_t i = 0; i < parameters.size(); ++i)
+            if (parameters[i].first.find("attention.self.key.bias") != std::string::npos)
+                key_biases.push_back(static_cast<int>(i) + 1);
+        add_module_check<BertEncoder>(registry, {"bert",
+            fmt::format("ids [2,4], {} layer(s), {} pooling, position offset {}{}{}", config.num_layers,
+                        config.pooling, config.position_offset, config.normalize ? ", normalised" : "",
+                        config.dropout > 0 ? ", dropout on" : ""),
+            [config](Generator& g, Dtype dtype) { return std::make_unique<BertEncoder>(config, g, dtype); },
+            [](Generator&) { return std::vector<Tensor>{Tensor::from_indices({6, 0, 3, 3, 1, 5, 2, 4}, {2, 4})}; },
+            [config, mask](BertEncoder& model, const std::vector<Var>& x) {
+                model.train(config.dropout > 0);
+                Generator masks(kMaskSeed);
+                return model.encode(x[0].value(), fixed_mask(mask, 2, 4, Dtype::Int64), &masks);
+            },
+            key_biases});
+    }
+}
+
 }  // namespace
 
 void register_module_checks(CheckRegistry& registry) {
@@ -295,6 +347,7 @@ void register_module_checks(CheckRegistry& registry) {
     add_encoder_layer_checks(registry);
     add_encoder_checks(registry);
     add_model_checks(registry);
+    add_bert_checks(registry);
 }
 
 }  // namespace nce::nn

@@ -5,7 +5,8 @@
 namespace nce::nn {
 
 // Registers every module (Linear, Embedding, LayerNorm, Dropout, MultiHeadAttention,
-// TransformerEncoderLayer, TransformerEncoder) and both models at tiny sizes. The checked
+// TransformerEncoderLayer, TransformerEncoder) and the three models (sig_predictor,
+// text_encoder, bert) at tiny sizes. The checked
 // inputs are the module's input and every parameter, so the gradient of each parameter is
 // compared with finite differences. Masks include left padding and gaps; dropout is off
 // (eval mode) except in the cases named "dropout on", which replay the same masks on every

@@ -260,10 +260,19 @@ void sync_directory_of(const std::string& path) {
 
 }  // namespace
 
-SafetensorsFile read_safetensors(const std::string& path) {
+namespace {
+
+// The checked header of an open file: its entries, metadata and where the data begins.
+struct CheckedHeader {
+    std::vector<Entry> entries;
+    std::map<std::string, std::string> metadata;
+    uint64_t data_start = 0;
+};
+
+CheckedHeader read_checked_header(std::ifstream& file, const std::string& path) {
     std::error_code error;
     NCE_CHECK(!std::filesystem::is_directory(path, error), "read_safetensors: '{}' is a directory, not a file", path);
-    std::ifstream file(path, std::ios::binary);
+    file.open(path, std::ios::binary);
     NCE_CHECK(file.is_open(), "read_safetensors: cannot open '{}': {}", path, std::strerror(errno));
     file.seekg(0, std::ios::end);
     uint64_t file_size = static_cast<uint64_t>(file.tellg());
@@ -288,20 +297,38 @@ SafetensorsFile read_safetensors(const std::string& path) {
     Json header = parse_header(text, path);
 
     // Every entry checked, then the ranges together.
-    uint64_t data_start = 8 + header_length;
-    uint64_t data_bytes = file_size - data_start;
-    SafetensorsFile result;
-    std::vector<Entry> entries;
+    CheckedHeader checked;
+    checked.data_start = 8 + header_length;
+    uint64_t data_bytes = file_size - checked.data_start;
     for (const auto& [name, value] : header.items()) {
         if (name == kMetadataKey)
-            result.metadata = read_metadata(value, path);
+            checked.metadata = read_metadata(value, path);
         else
-            entries.push_back(read_entry(name, value, data_bytes, path));
+            checked.entries.push_back(read_entry(name, value, data_bytes, path));
     }
-    check_ranges_tile_the_data(entries, data_bytes, path);
+    check_ranges_tile_the_data(checked.entries, data_bytes, path);
+    return checked;
+}
 
+}  // namespace
+
+SafetensorsHeader read_safetensors_header(const std::string& path) {
+    std::ifstream file;
+    CheckedHeader checked = read_checked_header(file, path);
+    SafetensorsHeader result;
+    result.metadata = std::move(checked.metadata);
+    for (const Entry& entry : checked.entries) result.tensors.emplace(entry.name, TensorInfo{entry.dtype, entry.shape});
+    return result;
+}
+
+SafetensorsFile read_safetensors(const std::string& path) {
+    std::ifstream file;
+    CheckedHeader checked = read_checked_header(file, path);
+    const uint64_t data_start = checked.data_start;
+    SafetensorsFile result;
+    result.metadata = std::move(checked.metadata);
     // The data, straight into each tensor's storage.
-    for (const Entry& entry : entries) {
+    for (const Entry& entry : checked.entries) {
         Tensor tensor = Tensor::empty(entry.shape, entry.dtype);
         file.seekg(static_cast<std::streamoff>(data_start + entry.begin));
         NCE_CHECK(file.read(static_cast<char*>(tensor.raw_data()), static_cast<std::streamsize>(tensor.nbytes())),

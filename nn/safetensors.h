@@ -29,6 +29,21 @@ struct SafetensorsFile {
 // requires).
 SafetensorsFile read_safetensors(const std::string& path);
 
+// One tensor's dtype and shape, as the header gives them.
+struct TensorInfo {
+    Dtype dtype;
+    Shape shape;
+};
+
+struct SafetensorsHeader {
+    std::map<std::string, TensorInfo> tensors;  // by name, sorted
+    std::map<std::string, std::string> metadata;
+};
+
+// The header alone, with every check read_safetensors makes (the byte ranges included), and
+// no tensor data read: a model's shapes can be checked before anything large is allocated.
+SafetensorsHeader read_safetensors_header(const std::string& path);
+
 // Writes the tensors sorted by name, the header padded to a multiple of 8 bytes. The file
 // is written beside `path` under a temporary name, flushed to disk and renamed into place,
 // so readers see either the old file or the whole new one, never a part. A writer killed

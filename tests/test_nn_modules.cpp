@@ -682,12 +682,12 @@ TEST_CASE("models: dropout in training replays exactly from the same generator o
     CHECK(max_abs_difference(evaluated, model->encode(features, mask, nullptr).value()) == 0.0);
 }
 
-TEST_CASE("gradient checks: every module and both models pass against finite differences in float64") {
+TEST_CASE("gradient checks: every module and the three models pass against finite differences in float64") {
     CheckRegistry registry;
     register_module_checks(registry);
     const std::vector<std::string> expected_ops{"Linear", "Embedding", "LayerNorm", "Dropout", "MultiHeadAttention",
                                                 "TransformerEncoderLayer", "TransformerEncoder", "sig_predictor",
-                                                "text_encoder"};
+                                                "text_encoder", "bert"};
     CHECK(registry.ops() == expected_ops);
     for (const std::string& op : expected_ops) {
         int cases = 0;
@@ -727,7 +727,7 @@ TEST_CASE("models: bad configs and inputs throw one line naming the field or inp
     };
     config_error([](ModelConfig& c) { c.nhead = 3; }, "nhead 3 must be positive and divide d_model 8");
     config_error([](ModelConfig& c) { c.activation = "tanh"; }, "unknown activation 'tanh'");
-    config_error([](ModelConfig& c) { c.kind = "bert"; }, "unknown kind 'bert'");
+    config_error([](ModelConfig& c) { c.kind = "gpt"; }, "unknown kind 'gpt'");
     config_error([](ModelConfig& c) { c.in_dim = 0; }, "in_dim > 0");
     config_error([](ModelConfig& c) { c.out_dim = 0; }, "out_dim > 0");
     config_error([](ModelConfig& c) { c.dropout = 1.0; }, "dropout must be in [0, 1)");
