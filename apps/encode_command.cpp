@@ -124,16 +124,24 @@ std::string prompt_of(const EncodeOptionsCli& options, const nn::ModelConfig& co
 
 // --text: the texts (after --prompt's prompt) as token ids and mask [B, T] with the model's tokenizer.
 data::EncodedBatch read_texts(const EncodeOptionsCli& options, const nn::ModelConfig& config) {
-    NCE_CHECK(config.kind == "text_encoder", "encode: the model in '{}' is a {}, which does not read text: pass "
+    NCE_CHECK(config.kind != "sig_predictor", "encode: the model in '{}' is a {}, which does not read text: pass "
               "--features X.npy", options.model_path, config.kind);
+    // The tokenizer: --tokenizer; a model folder's own; tokenizer.model beside a checkpoint, or
+    // the pretrained tokenizer's folder a fine-tuning run keeps beside it (tokenizer/).
+    namespace fs = std::filesystem;
     std::string tokenizer_path = options.tokenizer_path;
-    if (tokenizer_path.empty())
-        tokenizer_path = (std::filesystem::path(options.model_path).parent_path() / "tokenizer.model").string();
-    NCE_CHECK(std::filesystem::is_regular_file(tokenizer_path), "encode: tokenizer {}: no such file; the model's "
+    fs::path beside = fs::path(options.model_path).parent_path();
+    if (tokenizer_path.empty() && fs::is_directory(options.model_path)) tokenizer_path = options.model_path;
+    if (tokenizer_path.empty() && !fs::exists(beside / "tokenizer.model") && fs::is_directory(beside / "tokenizer"))
+        tokenizer_path = (beside / "tokenizer").string();
+    if (tokenizer_path.empty()) tokenizer_path = (beside / "tokenizer.model").string();
+    NCE_CHECK(fs::exists(tokenizer_path), "encode: tokenizer {}: no such file; the model's "
               "token ids need the tokenizer it was trained with (pass --tokenizer, or keep tokenizer.model beside the "
               "model)", tokenizer_path);
     data::Tokenizer tokenizer = data::Tokenizer::load(tokenizer_path);
-    NCE_CHECK(tokenizer.vocab_size() == config.vocab_size, "encode: tokenizer {} has {} pieces but the model in '{}' "
+    NCE_CHECK(tokenizer.vocab_size() == config.vocab_size || (config.kind == "bert" &&
+                                                                 tokenizer.vocab_size() <= config.vocab_size),
+              "encode: tokenizer {} has {} pieces but the model in '{}' "
               "was trained with {}; pass the tokenizer of its run", tokenizer_path, tokenizer.vocab_size(),
               options.model_path, config.vocab_size);
     int64_t max_length = options.max_length == 0 ? config.max_len : options.max_length;

@@ -156,8 +156,25 @@ Var BertEncoder::token_states(const Tensor& input, const Tensor& mask, Generator
         position_ids(mask, config_.position_offset, input.device()));                       // [B, T, D]
     Var states = embeddings.layer_norm.forward((words + type_zero) + positions);
     if (training() && config_.dropout > 0) states = dropout(states, config_.dropout, *generator, true);
-    for (const auto& layer : encoder.layer) states = layer->forward(states, mask, generator);
-    return states;  // [B, T, D]
+    return encoder.forward(states, mask, generator);  // [B, T, D]
+}
+
+Var BertLayerStack::forward(const Var& x, const Tensor& mask, Generator* generator) const {
+    Var h = x;
+    for (const auto& each : layer) {
+        if (!checkpoint_activations) {
+            h = each->forward(h, mask, generator);
+            continue;
+        }
+        // The closure outlives this call (the backward runs it again): the layer by pointer,
+        // the mask by value.
+        BertLayer* recomputed = each.get();
+        auto run_layer = [recomputed, mask, generator](const Var& input) {
+            return recomputed->forward(input, mask, generator);
+        };
+        h = checkpoint(run_layer, h, each->parameters(), generator);
+    }
+    return h;
 }
 
 Var BertEncoder::encode(const Tensor& input, const Tensor& mask, Generator* generator) {

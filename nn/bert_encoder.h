@@ -42,9 +42,16 @@ struct BertEmbeddings : Module {
 };
 
 // encoder.layer.0, encoder.layer.1, ...
+// checkpoint_activations: each layer runs under engine/activation_checkpoint.h's checkpoint(),
+// keeping only its input [B, T, D] and recomputing the rest in the backward (the same
+// gradients, for a second forward), as TransformerEncoder does.
 struct BertLayerStack : Module {
     BertLayerStack(const ModelConfig& config, Generator& generator, Dtype dtype);
+    // x [B, T, D] through every layer in order, all with the same mask -> [B, T, D].
+    Var forward(const Var& x, const Tensor& mask, Generator* generator) const;
+
     std::vector<std::unique_ptr<BertLayer>> layer;
+    bool checkpoint_activations = false;
 };
 
 class BertEncoder : public EmbeddingModel {

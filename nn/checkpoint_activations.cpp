@@ -1,33 +1,27 @@
 #include "nn/checkpoint_activations.h"
 
-#include <type_traits>
-
+#include "nn/bert_encoder.h"
 #include "nn/sig_predictor.h"
 #include "nn/text_encoder.h"
 
 namespace nce::nn {
 namespace {
 
-// The model's transformer encoder, found by its kind (EmbeddingModel does not expose it);
-// Model is EmbeddingModel or const EmbeddingModel, and the encoder has the same constness.
-template <typename Model>
-auto& encoder_of(Model& model) {
-    constexpr bool is_const = std::is_const_v<Model>;
-    using Text = std::conditional_t<is_const, const TextEncoder, TextEncoder>;
-    using Sig = std::conditional_t<is_const, const SigPredictor, SigPredictor>;
-    if (auto* text = dynamic_cast<Text*>(&model)) return text->encoder;
-    if (auto* sig = dynamic_cast<Sig*>(&model)) return sig->encoder;
-    fail("checkpoint_activations: model kind '{}' has no transformer encoder this knows of (text_encoder and "
-         "sig_predictor do)",
+// The switch of the model's layer stack, found by its kind (EmbeddingModel does not expose it).
+bool& switch_of(const EmbeddingModel& model) {
+    auto& changeable = const_cast<EmbeddingModel&>(model);  // the switch is a setting, not a parameter
+    if (auto* text = dynamic_cast<TextEncoder*>(&changeable)) return text->encoder.checkpoint_activations;
+    if (auto* sig = dynamic_cast<SigPredictor*>(&changeable)) return sig->encoder.checkpoint_activations;
+    if (auto* bert = dynamic_cast<BertEncoder*>(&changeable)) return bert->encoder.checkpoint_activations;
+    fail("checkpoint_activations: model kind '{}' has no layer stack this knows of (text_encoder, sig_predictor and "
+         "bert do)",
          model.config().kind);
 }
 
 }  // namespace
 
-void set_checkpoint_activations(EmbeddingModel& model, bool on) {
-    encoder_of(model).checkpoint_activations = on;
-}
+void set_checkpoint_activations(EmbeddingModel& model, bool on) { switch_of(model) = on; }
 
-bool checkpoint_activations(const EmbeddingModel& model) { return encoder_of(model).checkpoint_activations; }
+bool checkpoint_activations(const EmbeddingModel& model) { return switch_of(model); }
 
 }  // namespace nce::nn

@@ -11,6 +11,7 @@
 // model.parameters() hands out the model's own Vars (not copies): their .value and .grad are
 // the ones the optimizer reads and writes.
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "nn/clip_grad_norm.h"
 #include "nn/model.h"
 #include "nn/optimizer.h"
+#include "nn/sentence_transformers_folder.h"
 #include "python/bindings.h"
 #include "python/numpy_conversion.h"
 
@@ -60,8 +62,8 @@ std::vector<std::string> text_list(py::handle texts) {
 
 py::object embed_texts(EmbeddingModel& model, const data::Tokenizer& tokenizer, py::handle texts, py::object max_length,
                        int64_t batch_size, const std::string& prompt) {
-    NCE_CHECK(model.config().kind == "text_encoder", "embed: the model is a {}, not a text_encoder; use encode",
-              model.config().kind);
+    NCE_CHECK(model.config().kind != "sig_predictor", "embed: the model is a sig_predictor, which reads features, "
+              "not texts; use encode(features, mask)");
     NCE_CHECK(batch_size > 0, "embed: batch_size must be > 0, got {}", batch_size);
     std::vector<std::string> all = text_list(texts);
     if (prompt == "query") all = apps::retrieval::with_prompt(model.config().query_prompt, std::move(all));
@@ -87,18 +89,59 @@ double train_step(EmbeddingModel& model, nn::Optimizer& optimizer, const py::fun
     return value;
 }
 
+// nce.load_model(path): a checkpoint file, or a model folder (sentence-transformers, or a bare
+// Hugging Face encoder). The model carries its tokenizer as .tokenizer when one is found (the
+// folder's own; a checkpoint's tokenizer.model or tokenizer/ beside it), else None, and what
+// nce assumed of a folder as .notes.
+py::object load_model_with_tokenizer(const std::string& path, py::handle dtype) {
+    namespace fs = std::filesystem;
+    py::object model, tokenizer = py::none();
+    py::list notes;
+    if (fs::is_directory(path)) {
+        nn::PretrainedModel pretrained = nn::load_sentence_transformers(path, dtype_from_python(dtype));
+        for (const std::string& note : pretrained.notes) notes.append(note);
+        model = py::cast(std::move(pretrained.model));
+        tokenizer = py::cast(data::Tokenizer::load(path));
+    } else {
+        model = py::cast(nn::load_model(path, dtype_from_python(dtype)));
+        fs::path folder = fs::path(path).parent_path();
+        for (fs::path beside : {folder / "tokenizer.model", folder / "tokenizer"})
+            if (fs::exists(beside) && tokenizer.is_none()) tokenizer = py::cast(data::Tokenizer::load(beside.string()));
+    }
+    model.attr("tokenizer") = tokenizer;
+    model.attr("notes") = notes;
+    return model;
+}
+
+// model.encode(texts, batch_size=, prompt=): the model's own tokenizer (load_model's), as nce encode.
+py::object encode_texts_with_own_tokenizer(py::object self, py::handle texts, int64_t batch_size,
+                                           const std::string& prompt, py::object max_length) {
+    py::object tokenizer = py::getattr(self, "tokenizer", py::none());
+    if (tokenizer.is_none())
+        throw py::value_error("Model.encode(texts): this model has no tokenizer of its own (load it with "
+                              "nce.load_model(PATH) from a model folder or a run's folder), or call "
+                              "model.embed(tokenizer, texts)");
+    return embed_texts(self.cast<EmbeddingModel&>(), tokenizer.cast<const data::Tokenizer&>(), texts, max_length,
+                       batch_size, prompt);
+}
+
 }  // namespace
 
 void bind_models(py::module_& module) {
     using py::arg;
-    py::class_<EmbeddingModel>(module, "Model",
-                               "An embedding model (text_encoder or sig_predictor): inputs and a mask in, unit rows out")
+    py::class_<EmbeddingModel>(module, "Model", py::dynamic_attr(),
+                               "An embedding model (text_encoder, bert or sig_predictor): inputs and a mask in, unit "
+                               "rows out")
         .def_property_readonly("config", [](const EmbeddingModel& m) { return json_to_python(nn::config_to_json(m.config())); })
         .def("encode", [](EmbeddingModel& m, py::handle input, py::handle mask, Generator* generator) {
                  return m.encode(tensor_from_python(input), tensor_from_python(mask), generator);
              }, arg("input"), arg("mask"), arg("generator") = nullptr,
              "ids [B,T] int64 (text_encoder) or features [B,T,in_dim] (sig_predictor), mask [B,T] -> Var [B,out] "
              "(unit rows). In training mode dropout draws from `generator`.")
+        .def("encode", &encode_texts_with_own_tokenizer, arg("texts"), arg("batch_size") = 64,
+             arg("prompt") = "none", arg("max_length") = py::none(),
+             "Texts -> float32 [len(texts), D] unit rows with the model's own tokenizer (nce.load_model's), as "
+             "nce encode; prompt: query|passage|none puts the model's prompt before each text")
         .def("embed", &embed_texts, arg("tokenizer"), arg("texts"), arg("max_length") = py::none(),
              arg("batch_size") = 64, arg("prompt") = "none",
              "Texts -> float32 [len(texts), D] unit rows, in eval mode and without a graph (as nce encode); "
@@ -128,9 +171,9 @@ void bind_models(py::module_& module) {
         return nn::make_model(config_from_python(config), generator, dtype_from_python(dtype));
     }, arg("config"), arg("seed") = 0, arg("dtype") = "float32",
        "A fresh model: config is a dict of ModelConfig fields (the rest keep their defaults)");
-    module.def("load_model", [](const std::string& path, py::handle dtype) {
-        return nn::load_model(path, dtype_from_python(dtype));
-    }, arg("path"), arg("dtype") = "float32", "A model checkpoint (.safetensors with nce_config)");
+    module.def("load_model", &load_model_with_tokenizer, arg("path"), arg("dtype") = "float32",
+               "A model checkpoint (.safetensors with nce_config), or a model folder (sentence-transformers, or a bare "
+               "Hugging Face encoder: mean pooling, said in .notes); .tokenizer is its tokenizer when one is found");
 
     py::class_<nn::Optimizer>(module, "Optimizer")
         .def("step", &nn::Optimizer::step)

@@ -52,6 +52,23 @@ ModelConfig sig_predictor_config() {
     return config;
 }
 
+ModelConfig bert_config() {
+    ModelConfig config;
+    config.kind = "bert";
+    config.vocab_size = 30;
+    config.max_len = 7;
+    config.max_position_embeddings = 8;
+    config.type_vocab_size = 2;
+    config.d_model = 8;
+    config.nhead = 2;
+    config.dim_feedforward = 16;
+    config.num_layers = 2;
+    config.dropout = 0.2;
+    config.activation = "gelu";
+    config.layer_norm_eps = 1e-12;
+    return config;
+}
+
 // [rows, tokens] float 0/1 with padding at the end of some rows (every row keeps a token).
 Tensor padded_mask(int64_t rows, int64_t tokens) {
     std::vector<double> mask(static_cast<size_t>(rows * tokens), 0.0);
@@ -71,7 +88,7 @@ MicroBatch make_micro_batch(const ModelConfig& config, Dtype dtype, int64_t rows
     MicroBatch batch;
     batch.query_mask = padded_mask(rows, tokens);
     batch.passage_mask = padded_mask(rows, tokens);
-    if (config.kind == "text_encoder") {
+    if (config.kind == "text_encoder" || config.kind == "bert") {
         auto ids = [&] {
             std::vector<int64_t> values(static_cast<size_t>(rows * tokens));
             for (int64_t& id : values) id = data.next_index(config.vocab_size);
@@ -149,7 +166,7 @@ void check_bit_identical(const std::vector<Tensor>& plain, const std::vector<Ten
 }  // namespace
 
 TEST_CASE("checkpoint_activations: losses, gradients and AdamW steps equal the stored-activation ones bit for bit") {
-    for (const ModelConfig& config : {text_encoder_config(), sig_predictor_config()}) {
+    for (const ModelConfig& config : {text_encoder_config(), sig_predictor_config(), bert_config()}) {
         for (Dtype dtype : kFloatDtypes) {
             CAPTURE(config.kind);
             const std::string dtype_text = dtype_name(dtype);

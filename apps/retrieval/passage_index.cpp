@@ -111,7 +111,12 @@ IndexSummary build_passage_index(const std::string& index_dir, nn::EmbeddingMode
         lines += nlohmann::json{{"passage_id", chunk.passage_id}, {"group", chunk.group}, {"text", chunk.text}}.dump() + "\n";
     write_text_file_atomically((fs::path(index_dir) / "chunks.jsonl").string(), lines);
     copy_file_atomically(model_path, (fs::path(index_dir) / "model.safetensors").string());
-    copy_file_atomically(tokenizer_path, (fs::path(index_dir) / "tokenizer.model").string());
+    if (fs::path(tokenizer_path).filename() == "tokenizer.model") {
+        copy_file_atomically(tokenizer_path, (fs::path(index_dir) / "tokenizer.model").string());
+    } else {  // a pretrained model's tokenizer: its folder's files
+        fs::remove(fs::path(index_dir) / "tokenizer.model", error);
+        copy_tokenizer_files(fs::path(tokenizer_path).parent_path().string(), (fs::path(index_dir) / "tokenizer").string());
+    }
 
     IndexSummary summary;
     summary.passages = static_cast<int64_t>(passages.size());
@@ -151,7 +156,9 @@ SearchResult search_passage_index(const std::string& index_dir, const std::strin
         fail("--index {}: index.json is malformed; rebuild the index with `nce <app> index`", index_dir);
     }
     int64_t max_query_length = facts.at("max_query_length").get<int64_t>();
-    data::Tokenizer tokenizer = data::Tokenizer::load((folder / "tokenizer.model").string());
+    fs::path trained_tokenizer = folder / "tokenizer.model";
+    data::Tokenizer tokenizer = data::Tokenizer::load(
+        (fs::is_regular_file(trained_tokenizer) ? trained_tokenizer : folder / "tokenizer").string());
     std::unique_ptr<nn::EmbeddingModel> model = load_text_encoder((folder / "model.safetensors").string());
     std::vector<nlohmann::json> chunks;
     {

@@ -29,6 +29,7 @@
 #include "engine/error.h"
 #include "engine/threads.h"
 #include "nn/checkpoint.h"
+#include "nn/sentence_transformers_folder.h"
 
 namespace nce::apps::retrieval {
 namespace {
@@ -160,7 +161,10 @@ void report(const RetrievalApp& app, const RunConfig& config, const RunFiles& fi
     else
         print_truncation("test passages", outcome.test_passages, config.max_passage_length);
     fmt::print("wrote {} (results.json, metrics.svg{}) in {:.1f} s\n", files.output,
-               trained ? ", training_curves.svg, model.safetensors, tokenizer.model, train_log.jsonl, README.md" : "",
+               !trained ? ""
+               : is_model_folder(config.init)
+                   ? ", training_curves.svg, model.safetensors, tokenizer/, sentence-transformers/, train_log.jsonl, README.md"
+                   : ", training_curves.svg, model.safetensors, tokenizer.model, train_log.jsonl, README.md",
                outcome.seconds);
 }
 
@@ -193,9 +197,20 @@ RunConfig fitted_to(const RunConfig& config, const nn::EmbeddingModel& model) {
     return fitted;
 }
 
-// The tokenizer for a checkpoint: tokenizer.model beside it, else the run's.
+// Where a run fine-tuned from a pretrained folder keeps that folder's tokenizer files.
+fs::path pretrained_tokenizer_folder(const std::string& run_folder) { return fs::path(run_folder) / "tokenizer"; }
+
+// Where such a run writes its model as a sentence-transformers folder.
+fs::path sentence_transformers_folder(const std::string& run_folder) {
+    return fs::path(run_folder) / "sentence-transformers";
+}
+
+// The tokenizer for a checkpoint: tokenizer.model beside it, else the pretrained tokenizer's
+// folder beside it (a run fine-tuned from --init FOLDER), else the run's.
 data::Tokenizer tokenizer_for(const std::string& checkpoint_path, const RunFiles& files) {
     fs::path beside = fs::path(checkpoint_path).parent_path() / "tokenizer.model";
+    fs::path pretrained = pretrained_tokenizer_folder(fs::path(checkpoint_path).parent_path().string());
+    if (!fs::is_regular_file(beside) && fs::is_directory(pretrained)) return data::Tokenizer::load(pretrained.string());
     std::string path = fs::is_regular_file(beside) ? beside.string() : files.tokenizer;
     NCE_CHECK(fs::is_regular_file(path), "tokenizer {}: no such file (train first: it is written beside the model)", path);
     return data::Tokenizer::load(path);
@@ -204,6 +219,7 @@ data::Tokenizer tokenizer_for(const std::string& checkpoint_path, const RunFiles
 // The model --init names, checked against the run's sizes: a checkpoint of another kind or
 // size is one line naming both and the flags to change.
 std::unique_ptr<nn::EmbeddingModel> load_init(const RunConfig& config, int64_t vocab_size) {
+    if (is_model_folder(config.init)) return load_pretrained_folder(config.init, config);  // sizes are its own
     std::unique_ptr<nn::EmbeddingModel> model = load_text_encoder(config.init);  // names the file when it is no text_encoder
     const nn::ModelConfig& found = model->config();
     nn::ModelConfig wanted = text_encoder_config(config, vocab_size);
@@ -239,6 +255,15 @@ bool reads_identifier_words(const RetrievalApp& app, const RunConfig& config) {
 // `training_texts` (the training split's queries and passages).
 data::Tokenizer run_tokenizer(const RetrievalApp& app, const RunConfig& config,
                               const std::vector<std::string>& training_texts, const RunFiles& files) {
+    if (is_model_folder(config.init)) {
+        std::string kept = pretrained_tokenizer_folder(files.output).string();
+        copy_tokenizer_files(config.init, kept);
+        data::Tokenizer tokenizer = data::Tokenizer::load(kept);
+        NCE_CHECK(tokenizer.vocab_size() <= nn::sentence_transformers_config(config.init).vocab_size,
+                  "--init {}: its tokenizer gives ids up to {}, more than the model's vocabulary ({}); the folder "
+                  "mixes two models", config.init, tokenizer.vocab_size(), nn::sentence_transformers_config(config.init).vocab_size);
+        return tokenizer;
+    }
     if (!config.init.empty()) {
         fs::path beside = fs::path(config.init).parent_path() / "tokenizer.model";
         NCE_CHECK(fs::is_regular_file(config.init), "--init {}: no such file (give a model checkpoint, e.g. "
@@ -270,6 +295,11 @@ data::Tokenizer sized_run_tokenizer(const RetrievalApp& app, RunConfig& config, 
     data::Tokenizer tokenizer = run_tokenizer(app, config, texts, files);
     if (config.vocab_size == kSizedToData) config.vocab_size = tokenizer.vocab_size();  // --init's tokenizer
     size_lengths(config, tokenizer, queries, passages);
+    if (is_model_folder(config.init)) {  // the model reads no more than its max_seq_length
+        int64_t most = nn::sentence_transformers_config(config.init).max_len;
+        config.max_query_length = std::min(config.max_query_length, most);
+        config.max_passage_length = std::min(config.max_passage_length, most);
+    }
     return tokenizer;
 }
 
@@ -283,11 +313,14 @@ nlohmann::json split_and_tokenizer_facts(const data::DatasetSplits& splits, cons
 // "tokenizer: N pieces (path)", then whether it reads names as words, and when the text filled
 // fewer pieces than vocab_size allows, so.
 void print_tokenizer(const data::Tokenizer& tokenizer, const RunConfig& config, const RunFiles& files) {
-    fmt::print("tokenizer: {} pieces ({}){}{}\n", tokenizer.vocab_size(), files.tokenizer,
+    bool pretrained = is_model_folder(config.init);
+    fmt::print("tokenizer: {} pieces ({}){}{}\n", tokenizer.vocab_size(),
+               pretrained ? pretrained_tokenizer_folder(files.output).string() + ", the pretrained model's"
+                          : files.tokenizer,
                tokenizer.reads_identifier_words()
                    ? "; names and words read apart from case and punctuation (getLineNumber(x) -> get line number ( x ))"
                    : "",
-               tokenizer.vocab_size() < config.vocab_size
+               !pretrained && tokenizer.vocab_size() < config.vocab_size
                    ? fmt::format("; the text fills no more than that of the {} asked for", config.vocab_size)
                    : "");
 }
@@ -380,7 +413,8 @@ data::DatasetSplits split_for_app(const RetrievalApp& app, const data::Retrieval
 }
 
 RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, const data::Tokenizer& tokenizer,
-                             nn::EmbeddingModel* untrained, nn::EmbeddingModel& model, const std::string& model_row,
+                             nn::EmbeddingModel* untrained, const std::string& untrained_row,
+                             nn::EmbeddingModel& model, const std::string& model_row,
                              const data::RetrievalDataset& validation, const data::RetrievalDataset& test,
                              nn::EmbeddingModel* pretrained) {
     RunOutcome outcome;
@@ -445,7 +479,7 @@ RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, c
 
     if (untrained)
         outcome.table.rows.push_back(
-            score_rankings("untrained model", dense(*untrained, test, nullptr, nullptr, nullptr),
+            score_rankings(untrained_row, dense(*untrained, test, nullptr, nullptr, nullptr),
                            test_relevant, columns, bootstrap));
     // Every BM25 variant on test; the one best on validation is the hybrid's lexical side.
     LexicalTokens best_tokens = app.bm25_variants.front();
@@ -493,6 +527,27 @@ RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, c
     return outcome;
 }
 
+// Fine-tuning a pretrained model wants a small learning rate with warmup and no corpus
+// pretraining; a setting still at its from-scratch default takes the fine-tuning one (a
+// learning rate of 2e-5 and warmup over the first tenth of the steps, as sentence-transformers'
+// own fine-tuning uses), printed, and written into config.json like every resolved setting.
+void use_fine_tuning_defaults(RunConfig& config, const RunConfig& from_scratch) {
+    std::vector<std::string> changed;
+    if (config.learning_rate == from_scratch.learning_rate) {
+        config.learning_rate = 2e-5;
+        changed.push_back("learning rate 2e-5 (--learning-rate)");
+    }
+    if (config.warmup_steps == from_scratch.warmup_steps) {
+        config.warmup_steps = std::max<int64_t>(1, config.max_steps / 10);
+        changed.push_back(fmt::format("warmup {} steps (--warmup-steps)", config.warmup_steps));
+    }
+    config.pretrain_steps = 0;
+    std::string settings = changed.empty() ? "the settings as given" : changed.front();
+    for (size_t i = 1; i < changed.size(); ++i) settings += ", " + changed[i];
+    fmt::print("fine-tuning {}: {}; lengths within its max_seq_length (queries {}, passages {} tokens); no corpus "
+               "pretraining\n", config.init, settings, config.max_query_length, config.max_passage_length);
+}
+
 RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     // Under `mpirun -np K` every process runs this; only rank 0 writes the run's folder, the
     // others write what they must into a scratch folder of their own (distributed/).
@@ -516,11 +571,16 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     // folder again (new_folder). The run's config.json is written once the tokenizer exists.
     create_output_folder(config.output);
     data::Tokenizer tokenizer = sized_run_tokenizer(app, config, splits, files);
+    const bool fine_tuning = is_model_folder(config.init);
+    if (fine_tuning) use_fine_tuning_defaults(config, app.defaults);
     write_run_config(files.config, config);
     print_tokenizer(tokenizer, config, files);
     std::fflush(stdout);
 
-    std::unique_ptr<nn::EmbeddingModel> untrained = to_run_device(make_text_encoder(config, tokenizer.vocab_size()), config);
+    // The first row: a fresh model, or the pretrained one as it came (zero-shot).
+    std::unique_ptr<nn::EmbeddingModel> untrained =
+        to_run_device(fine_tuning ? load_pretrained_folder(config.init, config, /*print_notes=*/false)
+                                  : make_text_encoder(config, tokenizer.vocab_size()), config);
     std::unique_ptr<nn::EmbeddingModel> model, pretrained;
     nlohmann::json facts = split_and_tokenizer_facts(splits, tokenizer);
     facts["prompts"] = prompts_fact(*untrained);
@@ -553,8 +613,9 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
                                      {"placed_by_words", windows.placed_by_words}};
         train = std::move(windows.dataset);
     }
-    fmt::print("training a text_encoder (d_model {}, {} layers) with {} for {} steps of {} rows on {} threads\n",
-               config.d_model, config.num_layers, config.loss, config.max_steps, config.batch_size, num_threads());
+    fmt::print("training a {} (d_model {}, {} layers) with {} for {} steps of {} rows on {} threads\n",
+               model->config().kind, model->config().d_model, model->config().num_layers, config.loss, config.max_steps,
+               config.batch_size, num_threads());
     std::fflush(stdout);
     new_folder.keep();  // from here on a failure names the last good checkpoint, which must stay
     ValidationScore validation_score = [&](nn::EmbeddingModel& scored) {
@@ -589,8 +650,16 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
                        {{"loss", training.best_step == 0 && pretrained ? "none (no step beat the pretrained model)"
                                                                        : config.loss}});
     }
-    RunOutcome outcome = evaluate_on_split(app, config, tokenizer, untrained.get(), *model, "trained model",
+    RunOutcome outcome = evaluate_on_split(app, config, tokenizer, untrained.get(),
+                                           fine_tuning ? "pretrained, zero-shot" : "untrained model", *model,
+                                           fine_tuning ? "pretrained, fine-tuned" : "trained model",
                                            splits.validation, splits.test, pretrained.get());
+    if (fine_tuning) {  // for the ecosystem: SentenceTransformer(path) loads it
+        fs::path folder = sentence_transformers_folder(config.output);
+        fs::remove_all(folder);
+        nn::save_sentence_transformers(folder.string(), *model, pretrained_tokenizer_folder(config.output).string());
+        fmt::print("sentence-transformers folder: {}\n", folder.string());
+    }
     outcome.training = training;
     outcome.seconds = seconds_since(start);
     report(app, config, files, outcome, facts, true);
@@ -617,7 +686,7 @@ RunOutcome run_pretrain(const RetrievalApp& app, const RunConfig& given_config) 
     facts["pretraining"] = pretraining_facts(pretrain_and_save(app, config, files, tokenizer, dataset, *model));
     facts["prompts"] = prompts_fact(*model);
     new_folder.keep();
-    RunOutcome outcome = evaluate_on_split(app, config, tokenizer, untrained.get(), *model,
+    RunOutcome outcome = evaluate_on_split(app, config, tokenizer, untrained.get(), "untrained model", *model,
                                            "pretrained model (imitates BM25)", splits.validation, splits.test);
     outcome.seconds = seconds_since(start);
     report(app, config, files, outcome, facts, false);
@@ -661,7 +730,8 @@ RunOutcome run_eval(const RetrievalApp& app, const RunConfig& config, const std:
                   "{}: it does not match {} beside it (another run's file?); move it away", pretrained_path.string(),
                   checkpoint);
     }
-    RunOutcome outcome = evaluate_on_split(app, fitted, tokenizer, untrained.get(), *model, "trained model",
+    RunOutcome outcome = evaluate_on_split(app, fitted, tokenizer, untrained.get(), "untrained model", *model,
+                                           "trained model",
                                            splits.validation, splits.test, pretrained.get());
     outcome.seconds = seconds_since(start);
     report(app, fitted, files, outcome,

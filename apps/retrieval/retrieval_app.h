@@ -126,11 +126,13 @@ struct PromptOverride {
 RunOutcome run_eval(const RetrievalApp& app, const RunConfig& config, const std::string& checkpoint_path,
                     const PromptOverride& prompts = {});
 
-// The table's rows for one split: untrained (when `untrained` is given), BM25 variants, the
-// model, and the hybrid (fusion weight chosen on `validation`). The building block of
-// run_train and run_eval, for apps with their own flow (stackexchange compare).
+// The table's rows for one split: the start (when `untrained` is given: a fresh model, or a
+// pretrained one as it came, named by `untrained_row`), BM25 variants, the model, and the
+// hybrid (fusion weight chosen on `validation`). The building block of run_train and
+// run_eval, for apps with their own flow (stackexchange compare).
 RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, const data::Tokenizer& tokenizer,
-                             nn::EmbeddingModel* untrained, nn::EmbeddingModel& model, const std::string& model_row,
+                             nn::EmbeddingModel* untrained, const std::string& untrained_row,
+                             nn::EmbeddingModel& model, const std::string& model_row,
                              const data::RetrievalDataset& validation, const data::RetrievalDataset& test,
                              nn::EmbeddingModel* pretrained = nullptr);
 

@@ -1,6 +1,8 @@
 // The run's tokenizer and text_encoder, and encoding texts in batches without a graph.
 #include "apps/retrieval/text_model.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -9,6 +11,7 @@
 #include "apps/retrieval/run_device.h"
 #include "engine/error.h"
 #include "nn/checkpoint.h"
+#include "nn/sentence_transformers_folder.h"
 
 namespace nce::apps::retrieval {
 
@@ -85,10 +88,37 @@ std::unique_ptr<nn::EmbeddingModel> load_text_encoder(const std::string& checkpo
     NCE_CHECK(std::filesystem::is_regular_file(checkpoint_path),
               "checkpoint {}: no such file (train first, or pass --checkpoint FILE)", checkpoint_path);
     std::unique_ptr<nn::EmbeddingModel> model = nn::load_model(checkpoint_path);
-    NCE_CHECK(model->config().kind == "text_encoder",
-              "checkpoint {}: holds a {} model, but this app needs a text_encoder (use a checkpoint this app trained)",
+    NCE_CHECK(model->config().kind == "text_encoder" || model->config().kind == "bert",
+              "checkpoint {}: holds a {} model, but this app needs a text_encoder or a bert (use a checkpoint this app "
+              "trained)",
               checkpoint_path, model->config().kind);
     return model;
+}
+
+bool is_model_folder(const std::string& path) { return !path.empty() && std::filesystem::is_directory(path); }
+
+std::unique_ptr<nn::EmbeddingModel> load_pretrained_folder(const std::string& folder, const RunConfig& config,
+                                                           bool print_notes) {
+    nn::PretrainedModel pretrained = nn::load_sentence_transformers(folder);
+    if (print_notes)
+        for (const std::string& note : pretrained.notes) fmt::print("--init {}: note: {}\n", folder, note);
+    const nn::ModelConfig& own = pretrained.model->config();
+    std::string query_prompt = config.query_prompt.empty() ? own.query_prompt : config.query_prompt;
+    std::string passage_prompt = config.passage_prompt.empty() ? own.passage_prompt : config.passage_prompt;
+    return with_model_prompts(std::move(pretrained.model), query_prompt, passage_prompt);
+}
+
+void copy_tokenizer_files(const std::string& folder, const std::string& destination) {
+    namespace fs = std::filesystem;
+    fs::create_directories(destination);
+    for (const char* name : {"tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json",
+                             "added_tokens.json", "sentencepiece.bpe.model"}) {
+        fs::path source = fs::path(folder) / name;
+        if (!fs::is_regular_file(source)) continue;
+        std::error_code error;
+        fs::copy_file(source, fs::path(destination) / name, fs::copy_options::overwrite_existing, error);
+        NCE_CHECK(!error, "cannot copy {} into {}: {}", source.string(), destination, error.message());
+    }
 }
 
 int64_t count_truncated(const data::Tokenizer& tokenizer, const std::vector<std::string>& texts, int64_t max_length) {

@@ -57,6 +57,21 @@ std::unique_ptr<nn::EmbeddingModel> make_text_encoder(const RunConfig& config, i
 // naming the file and what was expected.
 std::unique_ptr<nn::EmbeddingModel> load_text_encoder(const std::string& checkpoint_path);
 
+// A pretrained model folder (a sentence-transformers folder, or a bare Hugging Face encoder):
+// what --init FOLDER names. Any directory is taken for one; its reader names what is missing.
+bool is_model_folder(const std::string& path);
+
+// The folder's model (nn/sentence_transformers_folder.h), with what nce assumed printed as
+// "--init FOLDER: note: ..." lines, and the run's prompts where the run gives them (the
+// folder's own, from config_sentence_transformers.json, otherwise).
+std::unique_ptr<nn::EmbeddingModel> load_pretrained_folder(const std::string& folder, const RunConfig& config,
+                                                           bool print_notes = true);
+
+// Copies the tokenizer files of a model folder (tokenizer.json, vocab.txt, tokenizer_config.json,
+// special_tokens_map.json, added_tokens.json, sentencepiece.bpe.model) into `destination`,
+// created when missing; data::Tokenizer::load(destination) then reads the same tokenizer.
+void copy_tokenizer_files(const std::string& folder, const std::string& destination);
+
 // How many texts went in and how many of them were longer than the model's maximum length
 // (in tokens) and so lost their end.
 struct TruncationCount {
