@@ -132,8 +132,7 @@ data::EncodedBatch read_texts(const EncodeOptionsCli& options, const nn::ModelCo
     std::string tokenizer_path = options.tokenizer_path;
     fs::path beside = fs::path(options.model_path).parent_path();
     if (tokenizer_path.empty() && fs::is_directory(options.model_path)) tokenizer_path = options.model_path;
-    if (tokenizer_path.empty() && !fs::exists(beside / "tokenizer.model") && fs::is_directory(beside / "tokenizer"))
-        tokenizer_path = (beside / "tokenizer").string();
+    if (tokenizer_path.empty()) tokenizer_path = retrieval::tokenizer_beside(beside.string());
     if (tokenizer_path.empty()) tokenizer_path = (beside / "tokenizer.model").string();
     NCE_CHECK(fs::exists(tokenizer_path), "encode: tokenizer {}: no such file; the model's "
               "token ids need the tokenizer it was trained with (pass --tokenizer, or keep tokenizer.model beside the "

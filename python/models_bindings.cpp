@@ -104,9 +104,8 @@ py::object load_model_with_tokenizer(const std::string& path, py::handle dtype) 
         tokenizer = py::cast(data::Tokenizer::load(path));
     } else {
         model = py::cast(nn::load_model(path, dtype_from_python(dtype)));
-        fs::path folder = fs::path(path).parent_path();
-        for (fs::path beside : {folder / "tokenizer.model", folder / "tokenizer"})
-            if (fs::exists(beside) && tokenizer.is_none()) tokenizer = py::cast(data::Tokenizer::load(beside.string()));
+        std::string beside = apps::retrieval::tokenizer_beside(fs::path(path).parent_path().string());
+        if (!beside.empty()) tokenizer = py::cast(data::Tokenizer::load(beside));
     }
     model.attr("tokenizer") = tokenizer;
     model.attr("notes") = notes;

@@ -156,9 +156,9 @@ SearchResult search_passage_index(const std::string& index_dir, const std::strin
         fail("--index {}: index.json is malformed; rebuild the index with `nce <app> index`", index_dir);
     }
     int64_t max_query_length = facts.at("max_query_length").get<int64_t>();
-    fs::path trained_tokenizer = folder / "tokenizer.model";
-    data::Tokenizer tokenizer = data::Tokenizer::load(
-        (fs::is_regular_file(trained_tokenizer) ? trained_tokenizer : folder / "tokenizer").string());
+    std::string tokenizer_path = tokenizer_beside(index_dir);
+    NCE_CHECK(!tokenizer_path.empty(), "--index {}: no tokenizer in it; rebuild the index", index_dir);
+    data::Tokenizer tokenizer = data::Tokenizer::load(tokenizer_path);
     std::unique_ptr<nn::EmbeddingModel> model = load_text_encoder((folder / "model.safetensors").string());
     std::vector<nlohmann::json> chunks;
     {

@@ -205,14 +205,11 @@ fs::path sentence_transformers_folder(const std::string& run_folder) {
     return fs::path(run_folder) / "sentence-transformers";
 }
 
-// The tokenizer for a checkpoint: tokenizer.model beside it, else the pretrained tokenizer's
-// folder beside it (a run fine-tuned from --init FOLDER), else the run's.
+// The tokenizer for a checkpoint: the one beside it (tokenizer_beside), else the run's.
 data::Tokenizer tokenizer_for(const std::string& checkpoint_path, const RunFiles& files) {
-    fs::path beside = fs::path(checkpoint_path).parent_path() / "tokenizer.model";
-    fs::path pretrained = pretrained_tokenizer_folder(fs::path(checkpoint_path).parent_path().string());
-    if (!fs::is_regular_file(beside) && fs::is_directory(pretrained)) return data::Tokenizer::load(pretrained.string());
-    std::string path = fs::is_regular_file(beside) ? beside.string() : files.tokenizer;
-    NCE_CHECK(fs::is_regular_file(path), "tokenizer {}: no such file (train first: it is written beside the model)", path);
+    std::string path = tokenizer_beside(fs::path(checkpoint_path).parent_path().string());
+    if (path.empty()) path = files.tokenizer;
+    NCE_CHECK(fs::exists(path), "tokenizer {}: no such file (train first: it is written beside the model)", path);
     return data::Tokenizer::load(path);
 }
 

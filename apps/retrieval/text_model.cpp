@@ -108,6 +108,13 @@ std::unique_ptr<nn::EmbeddingModel> load_pretrained_folder(const std::string& fo
     return with_model_prompts(std::move(pretrained.model), query_prompt, passage_prompt);
 }
 
+std::string tokenizer_beside(const std::string& folder) {
+    namespace fs = std::filesystem;
+    for (fs::path kept : {fs::path(folder) / "tokenizer.model", fs::path(folder) / "tokenizer"})
+        if (fs::exists(kept)) return kept.string();
+    return "";
+}
+
 void copy_tokenizer_files(const std::string& folder, const std::string& destination) {
     namespace fs = std::filesystem;
     fs::create_directories(destination);

@@ -67,6 +67,11 @@ bool is_model_folder(const std::string& path);
 std::unique_ptr<nn::EmbeddingModel> load_pretrained_folder(const std::string& folder, const RunConfig& config,
                                                            bool print_notes = true);
 
+// The tokenizer kept in `folder` beside a model checkpoint: tokenizer.model (one nce trained),
+// else tokenizer/ (a pretrained model's files, kept by a run fine-tuned from --init FOLDER);
+// empty when the folder holds neither.
+std::string tokenizer_beside(const std::string& folder);
+
 // Copies the tokenizer files of a model folder (tokenizer.json, vocab.txt, tokenizer_config.json,
 // special_tokens_map.json, added_tokens.json, sentencepiece.bpe.model) into `destination`,
 // created when missing; data::Tokenizer::load(destination) then reads the same tokenizer.
