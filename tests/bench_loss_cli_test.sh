@@ -56,17 +56,20 @@ else
     fail "triplet: $(cat "$scratch/err" "$scratch/triplet.json")"
 fi
 
-# --gemm-precision: the line says which ran; bfloat16 moves the loss by about bfloat16's rounding
-# of the logits (2^-8 relative), float32 leaves it as the default run has it.
-NCE_NUM_THREADS=2 "$nce" bench loss infonce --n 37 --d 8 --neg 5 --reps 1 --gemm-precision float32 >"$scratch/f32.json" 2>/dev/null
-NCE_NUM_THREADS=2 "$nce" bench loss infonce --n 37 --d 8 --neg 5 --reps 1 --gemm-precision bfloat16 >"$scratch/bf16.json" 2>"$scratch/err"
-if [[ "$(field gemm_precision "$scratch/f32.json")" == '"float32"' && "$(field gemm_precision "$scratch/bf16.json")" == '"bfloat16"' &&
-      -n "$(field onednn_isa "$scratch/bf16.json")" && "$(field loss "$scratch/f32.json")" == "$(field loss "$scratch/infonce.json")" ]] &&
-    awk -v a="$(field loss "$scratch/f32.json")" -v b="$(field loss "$scratch/bf16.json")" \
-        'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d > 0 && d <= 0.02 * a) }'; then
-    pass "--gemm-precision: float32 loss $(field loss "$scratch/f32.json"), bfloat16 $(field loss "$scratch/bf16.json") on $(field onednn_isa "$scratch/bf16.json")"
-else
-    fail "--gemm-precision: $(cat "$scratch/f32.json" "$scratch/bf16.json" "$scratch/err")"
+source "$(dirname "${BASH_SOURCE[0]}")/bfloat16_here.sh"
+if bfloat16_gemm_here "$nce"; then
+    # --gemm-precision: the line says which ran; bfloat16 moves the loss by about bfloat16's rounding
+    # of the logits (2^-8 relative), float32 leaves it as the default run has it.
+    NCE_NUM_THREADS=2 "$nce" bench loss infonce --n 37 --d 8 --neg 5 --reps 1 --gemm-precision float32 >"$scratch/f32.json" 2>/dev/null
+    NCE_NUM_THREADS=2 "$nce" bench loss infonce --n 37 --d 8 --neg 5 --reps 1 --gemm-precision bfloat16 >"$scratch/bf16.json" 2>"$scratch/err"
+    if [[ "$(field gemm_precision "$scratch/f32.json")" == '"float32"' && "$(field gemm_precision "$scratch/bf16.json")" == '"bfloat16"' &&
+          -n "$(field onednn_isa "$scratch/bf16.json")" && "$(field loss "$scratch/f32.json")" == "$(field loss "$scratch/infonce.json")" ]] &&
+        awk -v a="$(field loss "$scratch/f32.json")" -v b="$(field loss "$scratch/bf16.json")" \
+            'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d > 0 && d <= 0.02 * a) }'; then
+        pass "--gemm-precision: float32 loss $(field loss "$scratch/f32.json"), bfloat16 $(field loss "$scratch/bf16.json") on $(field onednn_isa "$scratch/bf16.json")"
+    else
+        fail "--gemm-precision: $(cat "$scratch/f32.json" "$scratch/bf16.json" "$scratch/err")"
+    fi
 fi
 
 # expect_error FRAGMENT ARGS...: exit 1 and one line "nce: error: ..." mentioning FRAGMENT.
