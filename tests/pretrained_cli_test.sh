@@ -4,7 +4,8 @@
 # defaults are printed and written, the table has 'pretrained, zero-shot' and 'pretrained,
 # fine-tuned', the run writes a sentence-transformers folder whose embeddings equal the run's
 # checkpoint's (nce encode --text on both), and eval reads the run back. A folder that is no
-# model is one line and writes nothing. Skipped (exit 77) when the model is not installed.
+# model is one line and writes nothing. `nce stackexchange pretrain --init FOLDER` adapts the
+# model to a generated site and writes it back as a folder to fine-tune from. Skipped (exit 77) when the model is not installed.
 # Usage: bash tests/pretrained_cli_test.sh PATH/TO/nce   (meson test runs it as 'pretrained-cli')
 set -uo pipefail
 
@@ -68,6 +69,26 @@ expect_exit_zero "train eval reads the fine-tuned run back"
 mkdir -p "$scratch/not_a_model"
 run train --train "$scratch/train.jsonl" --init "$scratch/not_a_model" --output "$scratch/bad"
 expect_one_line_error "not_a_model" "$scratch/bad" "--init a folder that holds no model"
+
+# ---- pretrain --init FOLDER: the pretrained model adapts to a corpus (2 steps on a generated
+# site), is written back as a folder, and that folder is what train --init reads ----
+echo '{"pretrain_steps": 2, "pretrain_batch_size": 8, "app": {"questions": 60}}' >"$scratch/site.json"
+run stackexchange pretrain --config "$scratch/site.json" --init "$model" --output "$scratch/adapted"
+expect_exit_zero "stackexchange pretrain --init FOLDER"
+expect_in "$stdout" "adapting $model to the corpus: learning rate 2e-05" "pretrain --init prints the fine-tuning learning rate"
+expect_in "$stdout" "^pretrained, zero-shot " "the pretrain table has the zero-shot row"
+expect_in "$stdout" "^pretrained, adapted \\(imitates BM25\\) " "the pretrain table has the adapted row"
+expect_in "$stdout" "fine-tune from it: nce stackexchange train --init $scratch/adapted/sentence-transformers" \
+    "pretrain --init names the folder to fine-tune from"
+expect_in "$scratch/adapted/config.json" '"learning_rate": 2e-0?5' "config.json records the learning rate"
+run encode --model "$scratch/adapted/sentence-transformers" --text "$scratch/texts.txt" --out "$scratch/adapted.npy"
+expect_exit_zero "encode --model the adapted folder"
+if cmp -s "$scratch/adapted.npy" "$scratch/folder.npy"; then
+    fail "the adapted folder embeds as the fine-tuned one: pretraining did not reach the folder"
+fi
+run stackexchange pretrain --config "$scratch/site.json" --init "$scratch/run/model.safetensors" \
+    --output "$scratch/bad_pretrain"
+expect_one_line_error "is no pretrained model folder" "$scratch/bad_pretrain" "pretrain --init a checkpoint file"
 
 if [[ $failures -gt 0 ]]; then
     echo "$failures check(s) failed"

@@ -527,25 +527,26 @@ RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, c
     return outcome;
 }
 
-// Fine-tuning a pretrained model wants a small learning rate with warmup and no corpus
-// pretraining; a setting still at its from-scratch default takes the fine-tuning one (a
-// learning rate of 2e-5 and warmup over the first tenth of the steps, as sentence-transformers'
-// own fine-tuning uses), printed, and written into config.json like every resolved setting.
-void use_fine_tuning_defaults(RunConfig& config, const RunConfig& from_scratch) {
+constexpr double kFineTuningLearningRate = 2e-5;
+
+// A pretrained model wants a small learning rate with warmup; a setting still at its
+// from-scratch default takes the fine-tuning one (a learning rate of 2e-5 and warmup over the
+// first tenth of the steps, as sentence-transformers' own fine-tuning uses), written into
+// config.json like every resolved setting. Returns what changed, for the run to print.
+std::string use_fine_tuning_defaults(RunConfig& config, const RunConfig& from_scratch) {
     std::vector<std::string> changed;
     if (config.learning_rate == from_scratch.learning_rate) {
-        config.learning_rate = 2e-5;
+        config.learning_rate = kFineTuningLearningRate;
         changed.push_back("learning rate 2e-5 (--learning-rate)");
     }
     if (config.warmup_steps == from_scratch.warmup_steps) {
         config.warmup_steps = std::max<int64_t>(1, config.max_steps / 10);
         changed.push_back(fmt::format("warmup {} steps (--warmup-steps)", config.warmup_steps));
     }
-    config.pretrain_steps = 0;
     std::string settings = changed.empty() ? "the settings as given" : changed.front();
     for (size_t i = 1; i < changed.size(); ++i) settings += ", " + changed[i];
-    fmt::print("fine-tuning {}: {}; lengths within its max_seq_length (queries {}, passages {} tokens); no corpus "
-               "pretraining\n", config.init, settings, config.max_query_length, config.max_passage_length);
+    return fmt::format("{}; lengths within its max_seq_length (queries {}, passages {} tokens)", settings,
+                       config.max_query_length, config.max_passage_length);
 }
 
 RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
@@ -572,7 +573,11 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     create_output_folder(config.output);
     data::Tokenizer tokenizer = sized_run_tokenizer(app, config, splits, files);
     const bool fine_tuning = is_model_folder(config.init);
-    if (fine_tuning) use_fine_tuning_defaults(config, app.defaults);
+    if (fine_tuning) {
+        std::string settings = use_fine_tuning_defaults(config, app.defaults);
+        config.pretrain_steps = 0;
+        fmt::print("fine-tuning {}: {}; no corpus pretraining\n", config.init, settings);
+    }
     write_run_config(files.config, config);
     print_tokenizer(tokenizer, config, files);
     std::fflush(stdout);
@@ -666,9 +671,15 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     return outcome;
 }
 
+// Corpus pretraining: from a fresh model, or, with --init FOLDER, from a pretrained model
+// that then adapts to the corpus (the same pseudo-queries, its own tokenizer, the fine-tuning
+// learning rate), written back as a sentence-transformers folder to fine-tune from.
 RunOutcome run_pretrain(const RetrievalApp& app, const RunConfig& given_config) {
     RunConfig config = given_config;
-    NCE_CHECK(config.init.empty(), "pretrain: --init does not apply (pretraining starts from a fresh model); drop it");
+    const bool adapting = is_model_folder(config.init);
+    NCE_CHECK(config.init.empty() || adapting, "pretrain: --init {} is no pretrained model folder (modules.json or "
+              "config.json with model.safetensors); corpus pretraining starts from a fresh model or from such a "
+              "folder", config.init);
     NCE_CHECK(config.pretrain_steps != 0, "pretrain: --no-pretrain or --pretrain-steps 0 leaves nothing to do; give a "
               "step count or -1 (sized to the corpus)");
     auto start = Clock::now();
@@ -678,19 +689,41 @@ RunOutcome run_pretrain(const RetrievalApp& app, const RunConfig& given_config) 
     data::DatasetSplits splits = split_for_app(app, dataset, config);
     create_output_folder(config.output);
     data::Tokenizer tokenizer = sized_run_tokenizer(app, config, splits, files);
+    if (adapting) {  // warmup is pretraining's own (a tenth of its steps)
+        if (config.learning_rate == app.defaults.learning_rate) config.learning_rate = kFineTuningLearningRate;
+        fmt::print("adapting {} to the corpus: learning rate {:g} (--learning-rate); lengths within its max_seq_length "
+                   "(queries {}, passages {} tokens)\n", config.init, config.learning_rate, config.max_query_length,
+                   config.max_passage_length);
+    }
     write_run_config(files.config, config);
     print_tokenizer(tokenizer, config, files);
-    std::unique_ptr<nn::EmbeddingModel> untrained = to_run_device(make_text_encoder(config, tokenizer.vocab_size()), config);
-    std::unique_ptr<nn::EmbeddingModel> model = to_run_device(make_text_encoder(config, tokenizer.vocab_size()), config);
+    std::unique_ptr<nn::EmbeddingModel> start_model =
+        to_run_device(adapting ? load_pretrained_folder(config.init, config, /*print_notes=*/false)
+                               : make_text_encoder(config, tokenizer.vocab_size()), config);
+    std::unique_ptr<nn::EmbeddingModel> model =
+        to_run_device(adapting ? load_init(config, tokenizer.vocab_size())
+                               : make_text_encoder(config, tokenizer.vocab_size()), config);
     nlohmann::json facts = split_and_tokenizer_facts(splits, tokenizer);
     facts["pretraining"] = pretraining_facts(pretrain_and_save(app, config, files, tokenizer, dataset, *model));
     facts["prompts"] = prompts_fact(*model);
+    if (adapting) facts["init"] = config.init;
     new_folder.keep();
-    RunOutcome outcome = evaluate_on_split(app, config, tokenizer, untrained.get(), "untrained model", *model,
-                                           "pretrained model (imitates BM25)", splits.validation, splits.test);
+    RunOutcome outcome = evaluate_on_split(app, config, tokenizer, start_model.get(),
+                                           adapting ? "pretrained, zero-shot" : "untrained model",
+                                           *model, adapting ? "pretrained, adapted (imitates BM25)"
+                                                            : "pretrained model (imitates BM25)",
+                                           splits.validation, splits.test);
+    std::string fine_tune_from = files.pretrained;
+    if (adapting) {  // a model folder again, with its tokenizer: what --init and the ecosystem read
+        fs::path folder = sentence_transformers_folder(config.output);
+        fs::remove_all(folder);
+        nn::save_sentence_transformers(folder.string(), *model, pretrained_tokenizer_folder(config.output).string());
+        fmt::print("sentence-transformers folder: {}\n", folder.string());
+        fine_tune_from = folder.string();
+    }
     outcome.seconds = seconds_since(start);
     report(app, config, files, outcome, facts, false);
-    fmt::print("fine-tune from it: nce {} train --init {}\n", app.name, files.pretrained);
+    fmt::print("fine-tune from it: nce {} train --init {}\n", app.name, fine_tune_from);
     return outcome;
 }
 
@@ -806,7 +839,8 @@ CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, i
     }
 
     CLI::App* pretrain = command->add_subcommand(
-        "pretrain", "pretrain on the corpus alone (imitating BM25), evaluate, write pretrained.safetensors for --init");
+        "pretrain", "pretrain on the corpus alone (imitating BM25), from scratch or from --init FOLDER, evaluate, write the "
+        "model for train --init");
     Resolver pretrain_options = add_options(*pretrain);
     pretrain->callback([app, pretrain_options, &exit_code] {
         run_pretrain(app, pretrain_options(false, true, {}));

@@ -73,7 +73,8 @@ const std::vector<std::pair<std::string, std::string>>& field_help() {
         {"max_grad_norm", "clip the gradient norm to this (0: no clipping)"},
         {"evaluate_every", "steps between validation evaluations (0: none)"},
         {"patience", "evaluations without improvement before stopping (0: never)"},
-        {"init", "model checkpoint to start training from (same kind and size; skips pretraining)"},
+        {"init", "model to start from: a sentence-transformers or Hugging Face encoder folder (its tokenizer, fine-tuning "
+                 "defaults), or an nce checkpoint of the same kind and size; train skips corpus pretraining"},
         {"pretrain_steps", "corpus pretraining steps before the pairs (-1: sized to the corpus, 0: none)"},
         {"pretrain_batch_size", "pseudo-queries per pretraining step"},
         {"pretrain_candidates", "BM25's top-k per pseudo-query, the pretraining teacher's candidates"},
