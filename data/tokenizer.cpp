@@ -249,6 +249,11 @@ std::vector<int64_t> Tokenizer::encode_ids(const std::string& text) const {
     return std::vector<int64_t>(pieces.begin(), pieces.end());
 }
 
+Tokenizer::SpecialTokens Tokenizer::special_tokens() const {
+    if (!pretrained_) return {};
+    return {static_cast<int64_t>(pretrained_->ids_before().size()), static_cast<int64_t>(pretrained_->ids_after().size())};
+}
+
 Tokenizer::PiecesWithOffsets Tokenizer::encode_with_offsets(const std::string& text) const {
     if (pretrained_) {
         PiecesWithOffsets result;

@@ -100,6 +100,15 @@ public:
     };
     PiecesWithOffsets encode_with_offsets(const std::string& text) const;
 
+    // How many special tokens encode_ids puts before and after a text's own pieces ([CLS] and
+    // [SEP] of a BERT: 1 and 1; nce's own SentencePiece models: none). encode_with_offsets
+    // gives them too, covering no bytes.
+    struct SpecialTokens {
+        int64_t before = 0;
+        int64_t after = 0;
+    };
+    SpecialTokens special_tokens() const;
+
     TokenizerKind kind() const;
     // The number of ids: every id encode gives is below it.
     int64_t vocab_size() const;

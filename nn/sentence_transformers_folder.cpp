@@ -465,7 +465,29 @@ Json pooling_config(const ModelConfig& c) {
                 {"include_prompt", true}};
 }
 
-void write_folder_contents(const fs::path& folder, EmbeddingModel& model, const fs::path& tokenizer_folder) {
+// BertModel's pooler (pooler.dense.weight [D, D], .bias [D]) from the folder the model was read
+// from, unchanged: no embedding reads it, so training left it as it was, and with it
+// transformers loads the written folder with nothing newly initialised. Nothing when that
+// folder holds no model.safetensors (a tokenizer alone) or a pooler of another width.
+void add_source_pooler(const fs::path& source_folder, int64_t d_model, Dtype dtype,
+                       std::map<std::string, Tensor>& tensors) {
+    std::error_code error;
+    fs::path transformer = fs::exists(source_folder / "modules.json", error) ? read_modules(source_folder).transformer
+                                                                             : source_folder;
+    fs::path weights = transformer / "model.safetensors";
+    if (!fs::is_regular_file(weights, error)) return;
+    const std::map<std::string, Shape> pooler = {{"pooler.dense.weight", {d_model, d_model}},
+                                                 {"pooler.dense.bias", {d_model}}};
+    SafetensorsHeader header = read_safetensors_header(weights.string());
+    for (const auto& [name, shape] : pooler) {
+        auto found = header.tensors.find(name);
+        if (found == header.tensors.end() || found->second.shape != shape) return;
+    }
+    SafetensorsFile file = read_safetensors(weights.string());
+    for (const auto& [name, shape] : pooler) tensors[name] = file.tensors.at(name).to(dtype);
+}
+
+void write_folder_contents(const fs::path& folder, EmbeddingModel& model, const fs::path& source_folder) {
     const ModelConfig& c = model.config();
     Dtype dtype = Dtype::Float32;
     std::map<std::string, Tensor> tensors;
@@ -474,6 +496,7 @@ void write_folder_contents(const fs::path& folder, EmbeddingModel& model, const 
         tensors[name] = parameter->value();
         dtype = parameter->dtype();
     }
+    add_source_pooler(source_folder, c.d_model, dtype, tensors);
     write_safetensors((folder / "model.safetensors").string(), tensors, {{"format", "pt"}});
     write_json(folder / "config.json", hugging_face_config(c, dtype));
     write_json(folder / "sentence_bert_config.json", Json{{"max_seq_length", c.max_len}, {"do_lower_case", false}});
@@ -495,7 +518,7 @@ void write_folder_contents(const fs::path& folder, EmbeddingModel& model, const 
                Json{{"prompts", prompts}, {"default_prompt_name", nullptr}, {"similarity_fn_name", "cosine"}});
     for (const std::string& name : kTokenizerFiles) {
         std::error_code error;
-        if (fs::is_regular_file(tokenizer_folder / name, error)) fs::copy_file(tokenizer_folder / name, folder / name);
+        if (fs::is_regular_file(source_folder / name, error)) fs::copy_file(source_folder / name, folder / name);
     }
 }
 
@@ -525,7 +548,7 @@ PretrainedModel load_sentence_transformers(const std::string& folder, Dtype dtyp
     return result;
 }
 
-void save_sentence_transformers(const std::string& folder, EmbeddingModel& model, const std::string& tokenizer_folder) {
+void save_sentence_transformers(const std::string& folder, EmbeddingModel& model, const std::string& source_folder) {
     const char* op = "save_sentence_transformers";
     NCE_CHECK(model.config().kind == "bert",
               "{}: '{}': the model is a {}; a sentence-transformers folder holds a bert (nn/bert_encoder.h)", op,
@@ -536,13 +559,13 @@ void save_sentence_transformers(const std::string& folder, EmbeddingModel& model
               "{}: '{}' already exists and is not an empty folder; choose a new path", op, folder);
     NCE_CHECK(fs::is_directory(target.parent_path(), error), "{}: '{}': the folder it goes into does not exist", op,
               folder);
-    check_vocabulary(tokenizer_folder, model.config().vocab_size);
+    check_vocabulary(source_folder, model.config().vocab_size);
     // Written beside the target, renamed into place once whole.
     const fs::path temporary = target.string() + fmt::format(".tmp-{}", ::getpid());
     fs::remove_all(temporary, error);
     try {
         fs::create_directory(temporary);
-        write_folder_contents(temporary, model, tokenizer_folder);
+        write_folder_contents(temporary, model, source_folder);
         if (fs::exists(target, error)) fs::remove(target);  // empty, checked above
         fs::rename(temporary, target);
     } catch (const std::exception& e) {

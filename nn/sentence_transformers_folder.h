@@ -48,10 +48,12 @@ PretrainedModel load_sentence_transformers(const std::string& folder, Dtype dtyp
 // Writes a "bert" model as a sentence-transformers folder at `folder`, which must not exist
 // yet (or be empty): modules.json, config.json, model.safetensors (the parameters in their
 // own dtype, under Hugging Face's names), sentence_bert_config.json, 1_Pooling/config.json,
-// 2_Normalize/ when normalising, config_sentence_transformers.json (with the prompts), and
-// the tokenizer files copied from `tokenizer_folder`. The folder is written under a
-// temporary name beside it and renamed into place: the user's path holds either nothing or
-// the whole folder.
-void save_sentence_transformers(const std::string& folder, EmbeddingModel& model, const std::string& tokenizer_folder);
+// 2_Normalize/ when normalising, config_sentence_transformers.json (with the prompts). From
+// `source_folder`, the folder the model was read from (or a folder of tokenizer files alone):
+// the tokenizer files, and BertModel's pooler when it has one (no embedding reads the pooler,
+// so it is carried over unchanged and transformers finds every tensor it expects). The
+// folder is written under a temporary name beside it and renamed into place: the user's path
+// holds either nothing or the whole folder.
+void save_sentence_transformers(const std::string& folder, EmbeddingModel& model, const std::string& source_folder);
 
 }  // namespace nce::nn

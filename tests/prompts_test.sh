@@ -227,7 +227,7 @@ else fail "nce train search's top 3 scores '$search_scores' are not the prompted
 run train --train "$scratch/pairs.jsonl" --output "$scratch/out_window" --vocab-size 200 --d-model 32 --nhead 2 \
     --num-layers 1 --dim-feedforward 64 --max-query-length 24 --max-passage-length 24 --max-steps 2 --warmup-steps 0 \
     --no-pretrain --passage-prompt "passage: "
-expect_one_line_error 'the passage prompt "passage: " takes [0-9]+ of the 24 passage tokens' "$scratch/out_window" \
+expect_one_line_error 'the passage prompt "passage: " and the special tokens take [0-9]+ of the 24 passage tokens' "$scratch/out_window" \
     "a passage prompt that leaves a window no longer than the chunk overlap"
 long=$(printf 'x%.0s' {1..1025})
 run korquad train --config "$scratch/tiny.json" --output "$scratch/out_long" --query-prompt "$long"

@@ -270,6 +270,7 @@ TEST_CASE("bert: a folder nce writes reads back into the same model, in both dty
                                      "1_Pooling/config.json", "config_sentence_transformers.json", "vocab.txt"})
                 CHECK_MESSAGE(fs::exists(folder / file), file);
             CHECK(fs::exists(folder / "2_Normalize") == config.normalize);
+            CHECK(read_safetensors((folder / "model.safetensors").string()).tensors.count("pooler.dense.weight") == 0);
             nn::PretrainedModel read = nn::load_sentence_transformers(folder.string(), dtype);
             CHECK(nn::config_to_json(read.model->config()) == nn::config_to_json(config));
             CHECK(max_abs_difference(embed(*read.model, ids, mask), embed(*model, ids, mask)) == 0);
@@ -311,6 +312,13 @@ TEST_CASE("bert: SentenceTransformer(path) loads a folder nce wrote and gives nc
     TemporaryDirectory scratch;
     fs::path written = scratch.path / "fine_tuned";
     nn::save_sentence_transformers(written.string(), *pretrained.model, model_folder.string());
+    // The pooler no embedding reads is carried over from the folder the model came from.
+    SafetensorsFile source = read_safetensors((model_folder / "model.safetensors").string());
+    SafetensorsFile saved_tensors = read_safetensors((written / "model.safetensors").string());
+    for (const char* name : {"pooler.dense.weight", "pooler.dense.bias"}) {
+        REQUIRE_MESSAGE(saved_tensors.tensors.count(name) == 1, name);
+        CHECK(max_abs_difference(saved_tensors.tensors.at(name), source.tensors.at(name)) == 0);
+    }
     CHECK(max_abs_difference(embed_in_batches(*nn::load_sentence_transformers(written.string()).model, ids, mask),
                              embeddings) == 0);
     write_npy((scratch.path / "nce.npy").string(), embeddings);

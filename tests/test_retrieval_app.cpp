@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
 #include <fstream>
@@ -542,6 +543,46 @@ TEST_CASE("training windows: the positive is the window holding the answer; othe
     std::set<std::string> distinct;
     for (const data::Passage& passage : windows.dataset.passages) distinct.insert(passage.text);
     CHECK(distinct.size() == windows.dataset.passages.size());
+}
+
+TEST_CASE("passage chunks with a pretrained tokenizer: windows of the text's own pieces, [CLS] and [SEP] fit around each") {
+    // A WordPiece tokenizer whose words "a" .. "j" are one piece each.
+    testing::TemporaryDirectory folder;
+    nlohmann::json vocab = {{"[PAD]", 0}, {"[UNK]", 1}, {"[CLS]", 2}, {"[SEP]", 3}, {"query", 4}, {":", 5}};
+    const std::string words = "abcdefghij";
+    for (char word : words) vocab[std::string(1, word)] = static_cast<int64_t>(vocab.size());
+    nlohmann::json file = {
+        {"version", "1.0"}, {"truncation", nullptr}, {"padding", nullptr},
+        {"added_tokens", {{{"id", 2}, {"content", "[CLS]"}, {"special", true}}, {{"id", 3}, {"content", "[SEP]"}, {"special", true}}}},
+        {"normalizer", {{"type", "BertNormalizer"}, {"clean_text", true}, {"handle_chinese_chars", true},
+                        {"strip_accents", nullptr}, {"lowercase", true}}},
+        {"pre_tokenizer", {{"type", "BertPreTokenizer"}}},
+        {"post_processor", {{"type", "BertProcessing"}, {"sep", {"[SEP]", 3}}, {"cls", {"[CLS]", 2}}}},
+        {"decoder", {{"type", "WordPiece"}, {"prefix", "##"}, {"cleanup", true}}},
+        {"model", {{"type", "WordPiece"}, {"unk_token", "[UNK]"}, {"continuing_subword_prefix", "##"},
+                   {"max_input_chars_per_word", 100}, {"vocab", vocab}}}};
+    std::ofstream(folder.path / "tokenizer.json") << file.dump();
+    data::Tokenizer tokenizer = data::Tokenizer::load(folder.path.string());
+    REQUIRE(tokenizer.special_tokens().before == 1);
+    REQUIRE(tokenizer.special_tokens().after == 1);
+    CHECK(prompt_tokens(tokenizer, "query:") == 2);  // "query" ":", not [CLS] and [SEP]
+
+    // 10 pieces, 6 tokens a row: [CLS] + 4 pieces + [SEP]; windows of 4 overlapping by 2.
+    const std::string text = "a b c d e f g h i j";
+    const int64_t window = passage_window(tokenizer, "", 6, 2);
+    CHECK(window == 4);
+    std::vector<PassageChunk> chunks = chunk_passages({{"p", text, "g"}}, tokenizer, window, 2);
+    std::vector<std::string> texts;
+    for (const PassageChunk& chunk : chunks) texts.push_back(chunk.text);
+    CHECK(texts == std::vector<std::string>{"a b c d", "c d e f", "e f g h", "g h i j"});  // the last word kept
+    for (const std::string& chunk : texts) {  // each window, read at 6 tokens, loses nothing
+        data::EncodedBatch batch = tokenizer.encode({chunk}, 6);
+        CHECK(batch.ids.size(1) == 6);
+        CHECK(tokenizer.encode_ids(chunk).size() == 6);
+    }
+    // With a prompt of 2 pieces the window shrinks by 2.
+    CHECK(passage_window(tokenizer, "query:", 8, 2) == 4);
+    CHECK_ERROR_MENTIONS(passage_window(tokenizer, "query:", 6, 2), "the special tokens take 4 of the 6");
 }
 
 TEST_CASE("pseudo-queries: 3 to 12 words of one sentence of the window, the same for the same seed") {

@@ -52,8 +52,11 @@ std::vector<PassageChunk> chunk_passages(const std::vector<data::Passage>& passa
     for (size_t index = 0; index < passages.size(); ++index) {
         const data::Passage& passage = passages[index];
         data::Tokenizer::PiecesWithOffsets pieces = tokenizer.encode_with_offsets(passage.text);
-        if (pieces.ids.empty()) continue;  // nothing to find
-        int64_t total = static_cast<int64_t>(pieces.ids.size());
+        // The text's own pieces [first, first + total): the special tokens around them cover no bytes.
+        const data::Tokenizer::SpecialTokens specials = tokenizer.special_tokens();
+        const int64_t first = specials.before;
+        int64_t total = static_cast<int64_t>(pieces.ids.size()) - specials.before - specials.after;
+        if (total <= 0) continue;  // nothing to find
         int64_t passage_index = static_cast<int64_t>(index);
         if (total <= max_tokens) {
             chunks.push_back({passage_index, passage.id, passage.group, passage.text, 0,
@@ -64,8 +67,8 @@ std::vector<PassageChunk> chunk_passages(const std::vector<data::Passage>& passa
         // last piece's last byte: the passage's own words, never a re-decoding of them.
         for (int64_t start = 0;; start += max_tokens - overlap) {
             int64_t end = std::min(total, start + max_tokens);
-            int64_t begin_byte = pieces.begin[static_cast<size_t>(start)];
-            int64_t end_byte = std::max(begin_byte, pieces.end[static_cast<size_t>(end - 1)]);
+            int64_t begin_byte = pieces.begin[static_cast<size_t>(first + start)];
+            int64_t end_byte = std::max(begin_byte, pieces.end[static_cast<size_t>(first + end - 1)]);
             std::string text = passage.text.substr(static_cast<size_t>(begin_byte), static_cast<size_t>(end_byte - begin_byte));
             if (text.find_first_not_of(" \t\n\r") != std::string::npos)
                 chunks.push_back({passage_index, passage.id, passage.group, std::move(text), begin_byte, end_byte});
@@ -77,10 +80,12 @@ std::vector<PassageChunk> chunk_passages(const std::vector<data::Passage>& passa
 
 int64_t passage_window(const data::Tokenizer& tokenizer, const std::string& passage_prompt, int64_t max_passage_length,
                        int64_t overlap) {
-    int64_t window = max_passage_length - prompt_tokens(tokenizer, passage_prompt);
-    NCE_CHECK(window > overlap, "the passage prompt \"{}\" takes {} of the {} passage tokens, leaving {} for the text, "
-              "not more than the {} tokens of chunk overlap; use a shorter --passage-prompt or a larger "
-              "--max-passage-length", passage_prompt, max_passage_length - window, max_passage_length, window, overlap);
+    const data::Tokenizer::SpecialTokens specials = tokenizer.special_tokens();
+    int64_t window = max_passage_length - specials.before - specials.after - prompt_tokens(tokenizer, passage_prompt);
+    NCE_CHECK(window > overlap, "the passage prompt \"{}\" and the special tokens take {} of the {} passage tokens, "
+              "leaving {} for the text, not more than the {} tokens of chunk overlap; use a shorter --passage-prompt "
+              "or a larger --max-passage-length", passage_prompt, max_passage_length - window, max_passage_length,
+              window, overlap);
     return window;
 }
 

@@ -2,7 +2,8 @@
 // model into a FAISS inner-product index, and queries answered from it.
 //
 // Chunking (in the model's tokens, so every chunk fits the model):
-//   a passage of n tokens with window W = max_tokens and overlap O (0 <= O < W) gives the
+//   the passage's own pieces, without the special tokens a pretrained tokenizer puts around
+//   every text ([CLS] ... [SEP]; passage_window leaves room for them): a passage of n tokens with window W = max_tokens and overlap O (0 <= O < W) gives the
 //   windows [0, W), [W - O, 2W - O), ... until the end is covered; a passage of n <= W
 //   tokens is one chunk, its own text. Each chunk's text is the stretch of the passage its
 //   tokens came from (the original characters, not a decoding of the tokens).
@@ -43,9 +44,10 @@ struct PassageChunk {
 std::vector<PassageChunk> chunk_passages(const std::vector<data::Passage>& passages, const data::Tokenizer& tokenizer,
                                          int64_t max_tokens, int64_t overlap);
 
-// The window chunk_passages should cut for a model whose passage prompt takes part of its
-// max_passage_length tokens: max_passage_length - prompt_tokens(passage_prompt), so that
-// prompt + chunk fits and no chunk loses its end. Throws naming --passage-prompt when that
+// The window chunk_passages should cut for a model whose passage prompt and special tokens
+// take part of its max_passage_length tokens: max_passage_length - the special tokens -
+// prompt_tokens(passage_prompt), so that [CLS] prompt chunk [SEP] fits and no chunk loses
+// its end. Throws naming --passage-prompt when that
 // leaves no more than `overlap` tokens.
 int64_t passage_window(const data::Tokenizer& tokenizer, const std::string& passage_prompt, int64_t max_passage_length,
                        int64_t overlap);

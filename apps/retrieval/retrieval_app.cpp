@@ -662,7 +662,7 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     if (fine_tuning) {  // for the ecosystem: SentenceTransformer(path) loads it
         fs::path folder = sentence_transformers_folder(config.output);
         fs::remove_all(folder);
-        nn::save_sentence_transformers(folder.string(), *model, pretrained_tokenizer_folder(config.output).string());
+        nn::save_sentence_transformers(folder.string(), *model, config.init);
         fmt::print("sentence-transformers folder: {}\n", folder.string());
     }
     outcome.training = training;
@@ -717,7 +717,7 @@ RunOutcome run_pretrain(const RetrievalApp& app, const RunConfig& given_config) 
     if (adapting) {  // a model folder again, with its tokenizer: what --init and the ecosystem read
         fs::path folder = sentence_transformers_folder(config.output);
         fs::remove_all(folder);
-        nn::save_sentence_transformers(folder.string(), *model, pretrained_tokenizer_folder(config.output).string());
+        nn::save_sentence_transformers(folder.string(), *model, config.init);
         fmt::print("sentence-transformers folder: {}\n", folder.string());
         fine_tune_from = folder.string();
     }

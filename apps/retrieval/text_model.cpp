@@ -58,7 +58,9 @@ std::vector<std::string> with_prompt(const std::string& prompt, std::vector<std:
 }
 
 int64_t prompt_tokens(const data::Tokenizer& tokenizer, const std::string& prompt) {
-    return prompt.empty() ? 0 : static_cast<int64_t>(tokenizer.encode_ids(prompt).size());
+    if (prompt.empty()) return 0;
+    const data::Tokenizer::SpecialTokens specials = tokenizer.special_tokens();  // not the prompt's own
+    return static_cast<int64_t>(tokenizer.encode_ids(prompt).size()) - specials.before - specials.after;
 }
 
 std::unique_ptr<nn::EmbeddingModel> with_model_prompts(std::unique_ptr<nn::EmbeddingModel> model,

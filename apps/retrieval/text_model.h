@@ -39,8 +39,8 @@ nn::ModelConfig text_encoder_config(const RunConfig& config, int64_t vocab_size)
 // An empty prompt gives the texts as they are.
 std::vector<std::string> with_prompt(const std::string& prompt, std::vector<std::string> texts);
 
-// The tokens `prompt` takes before a text (0 for none): a passage window of W tokens leaves
-// W minus this for the passage's own text.
+// The tokens `prompt` takes before a text (0 for none), the special tokens around every text
+// ([CLS], [SEP]) not counted: a passage window leaves the rest for the passage's own text.
 int64_t prompt_tokens(const data::Tokenizer& tokenizer, const std::string& prompt);
 
 // The same model (its parameters copied) with other prompts in its config; `model` itself
