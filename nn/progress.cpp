@@ -27,7 +27,18 @@ std::string format_progress(const ProgressState& state, int width) {
                        format_duration(state.seconds_remaining));
 }
 
-ProgressBar::ProgressBar(bool enabled) : active_(enabled && isatty(fileno(stderr)) == 1) {}
+std::string format_progress_line(const ProgressState& state, double elapsed_seconds) {
+    return fmt::format("progress: step {}/{}  loss {:.4f}  lr {:.2e}  {:.0f} samples/s  elapsed {}  ETA {}", state.step,
+                       state.total_steps, state.loss, state.learning_rate, state.samples_per_second,
+                       format_duration(elapsed_seconds), format_duration(state.seconds_remaining));
+}
+
+ProgressBar::ProgressBar(bool enabled, std::chrono::milliseconds plain_every)
+    : active_(enabled && isatty(fileno(stderr)) == 1),
+      plain_(enabled && !active_),
+      plain_every_(plain_every),
+      start_(std::chrono::steady_clock::now()),
+      last_plain_(start_) {}
 
 ProgressBar::~ProgressBar() { finish(); }
 
@@ -36,8 +47,14 @@ void ProgressBar::clear_line() {
 }
 
 void ProgressBar::update(const ProgressState& state) {
-    if (!active_) return;
     auto now = std::chrono::steady_clock::now();
+    if (plain_ && now - last_plain_ >= plain_every_) {
+        std::fprintf(stderr, "%s\n",
+                     format_progress_line(state, std::chrono::duration<double>(now - start_).count()).c_str());
+        std::fflush(stderr);
+        last_plain_ = now;
+    }
+    if (!active_) return;
     bool last_step = state.step >= state.total_steps;
     if (drawn_ && !last_step && now - last_draw_ < std::chrono::milliseconds(100)) return;
     last_line_ = format_progress(state);

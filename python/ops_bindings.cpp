@@ -57,8 +57,9 @@ void bind_ops(py::module_& m) {
     }, arg("x"), arg("weight"), arg("bias"), "x [N,in] · weight [out,in]^T + bias [out]");
     m.def("packed_attention", [](py::handle qkv, py::handle mask, int64_t heads, double dropout, Generator* generator) {
         return packed_attention(as_var(qkv), tensor_from_python(mask), heads, dropout, generator);
-    }, arg("qkv"), arg("key_padding_mask"), arg("heads"), arg("dropout") = 0.0, arg("generator") = nullptr,
-       "Multi-head self-attention on packed projections qkv [B,T,3D] -> [B,T,D]");
+    }, arg("qkv"), arg("keep_mask"), arg("heads"), arg("dropout") = 0.0, arg("generator") = nullptr,
+       "Multi-head self-attention on packed projections qkv [B,T,3D] -> [B,T,D]. keep_mask [B,T]: nonzero = a "
+       "real token, kept (the opposite of PyTorch's key_padding_mask, where True = padding: pass ~mask).");
 
     m.def("add", [](py::handle a, py::handle b) { return add(as_var(a), as_var(b)); }, arg("a"), arg("b"));
     m.def("sub", [](py::handle a, py::handle b) { return sub(as_var(a), as_var(b)); }, arg("a"), arg("b"));
@@ -133,7 +134,9 @@ void bind_ops(py::module_& m) {
           arg("x"), arg("eps") = 1e-12);
     m.def("scaled_dot_product_attention", [](py::handle q, py::handle k, py::handle v, py::handle mask) {
         return scaled_dot_product_attention(as_var(q), as_var(k), as_var(v), optional_tensor(mask));
-    }, arg("q"), arg("k"), arg("v"), arg("key_padding_mask") = py::none());
+    }, arg("q"), arg("k"), arg("v"), arg("keep_mask") = py::none(),
+       "softmax(q k^T / sqrt(dh)) v for q [B,H,Tq,dh], k and v [B,H,Tk,dh]. keep_mask [B,Tk]: nonzero = a real key, "
+       "kept (the opposite of PyTorch's key_padding_mask, where True = padding: pass ~mask); None: every key.");
 }
 
 }  // namespace nce::python

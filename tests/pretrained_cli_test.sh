@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # `nce train --init FOLDER` with all-MiniLM-L6-v2 (scripts/pretrained.sh) on a small pairs
 # file: the pretrained model's tokenizer is kept in the run's tokenizer/, the fine-tuning
-# defaults are printed and written, the table has 'pretrained, zero-shot' and 'pretrained,
-# fine-tuned', the run writes a sentence-transformers folder whose embeddings equal the run's
-# checkpoint's (nce encode --text on both), and eval reads the run back. A folder that is no
-# model is one line and writes nothing. `nce stackexchange pretrain --init FOLDER` adapts the
-# model to a generated site and writes it back as a folder to fine-tune from. Skipped (exit 77) when the model is not installed.
+# defaults (one epoch, learning rate 2e-5) are printed and written, the table has 'pretrained,
+# zero-shot' and 'pretrained, fine-tuned', the run writes a sentence-transformers folder whose
+# embeddings equal the run's checkpoint's (nce encode --text on both), and eval reads the run
+# back. A folder that is no model is one line and writes nothing. `nce stackexchange pretrain
+# --init FOLDER` adapts the model to a generated site and writes it back as a folder to fine-
+# tune from. Skipped (exit 77) when the model is not installed.
 # Usage: bash tests/pretrained_cli_test.sh PATH/TO/nce   (meson test runs it as 'pretrained-cli')
 set -uo pipefail
 
@@ -51,6 +52,17 @@ expect_in "$scratch/run/config.json" '"learning_rate": 2e-0?5' "config.json reco
     || fail "no tokenizer/tokenizer.json in the run"
 [[ -f "$scratch/run/sentence-transformers/modules.json" ]] && pass "the run writes a sentence-transformers folder" \
     || fail "no sentence-transformers/modules.json in the run"
+
+# With no --max-steps: one epoch of the training queries, as sentence-transformers fine-tunes.
+run train --train "$scratch/train.jsonl" --init "$model" --batch-size 8 --output "$scratch/epoch"
+expect_exit_zero "train --init FOLDER with the default steps"
+steps=$(grep -o "one epoch of [0-9]* steps" "$stdout" | grep -o "[0-9]*")
+if [[ -n "$steps" ]] && grep -Eq "\"max_steps\": $steps\b" "$scratch/epoch/config.json" && \
+    grep -q "for $steps steps of 8 rows" "$stdout"; then
+    pass "the default run is one epoch ($steps steps of 8), printed and recorded"
+else
+    fail "no one-epoch default (steps '$steps')"
+fi
 
 printf 'how long should a stout age\nwhat yeast suits a gose\n' >"$scratch/texts.txt"
 run encode --model "$scratch/run/sentence-transformers" --text "$scratch/texts.txt" --out "$scratch/folder.npy"

@@ -610,6 +610,39 @@ TEST_CASE("progress: durations and the bar's line") {
     CHECK(format_duration(-1) == "?");
     ProgressState state{5, 20, 1.23456, 1e-4, 512.4, 75};
     CHECK(format_progress(state, 8) == "step 5/20 [##------]  loss 1.2346  lr 1.00e-04  512 samples/s  ETA 1m15s");
+    CHECK(format_progress_line(state, 41) ==
+          "progress: step 5/20  loss 1.2346  lr 1.00e-04  512 samples/s  elapsed 41s  ETA 1m15s");
+}
+
+// Without a terminal (stderr is a file here) the bar prints plain lines at its interval: every
+// update at 0 ms, none within 10 s, none when disabled.
+TEST_CASE("progress: without a terminal, one plain line per interval") {
+    TemporaryDirectory scratch;
+    const std::string path = (scratch.path / "stderr.txt").string();
+    std::fflush(stderr);
+    int saved = dup(fileno(stderr));
+    REQUIRE(std::freopen(path.c_str(), "w", stderr) != nullptr);
+    ProgressState state{1, 3, 0.5, 1e-3, 10, 2};
+    {
+        ProgressBar every_time(true, std::chrono::milliseconds(0));
+        CHECK(!every_time.active());
+        for (int64_t step = 1; step <= 3; ++step) {
+            state.step = step;
+            every_time.update(state);
+        }
+        ProgressBar seldom(true, std::chrono::seconds(10)), off(false, std::chrono::milliseconds(0));
+        seldom.update(state);
+        off.update(state);
+    }
+    std::fflush(stderr);
+    dup2(saved, fileno(stderr));
+    close(saved);
+    std::ifstream file(path);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(file, line);) lines.push_back(line);
+    REQUIRE(lines.size() == 3);
+    CHECK(lines[0].rfind("progress: step 1/3  loss 0.5000", 0) == 0);
+    CHECK(lines[2].rfind("progress: step 3/3", 0) == 0);
 }
 
 // CLIP's rule: the temperature parameter is clamped after each optimizer step, and its

@@ -529,12 +529,21 @@ RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, c
 
 constexpr double kFineTuningLearningRate = 2e-5;
 
-// A pretrained model wants a small learning rate with warmup; a setting still at its
-// from-scratch default takes the fine-tuning one (a learning rate of 2e-5 and warmup over the
-// first tenth of the steps, as sentence-transformers' own fine-tuning uses), written into
-// config.json like every resolved setting. Returns what changed, for the run to print.
-std::string use_fine_tuning_defaults(RunConfig& config, const RunConfig& from_scratch) {
+// A pretrained model wants a short run at a small learning rate with warmup; a setting still
+// at its from-scratch default takes the fine-tuning one, as sentence-transformers' own
+// fine-tuning runs: one epoch over the training queries, a learning rate of 2e-5, warmup over
+// the first tenth of the steps, validation four times. Each is written into config.json like
+// every resolved setting. Returns what changed, for the run to print.
+std::string use_fine_tuning_defaults(RunConfig& config, const RunConfig& from_scratch, int64_t training_queries) {
     std::vector<std::string> changed;
+    if (config.max_steps == from_scratch.max_steps) {
+        config.max_steps = std::max<int64_t>(1, (training_queries + config.batch_size - 1) / config.batch_size);
+        changed.push_back(fmt::format("one epoch of {} steps (--max-steps)", config.max_steps));
+    }
+    if (config.evaluate_every == from_scratch.evaluate_every && config.evaluate_every > 0) {
+        config.evaluate_every = std::max<int64_t>(1, config.max_steps / 4);
+        changed.push_back(fmt::format("validation every {} steps (--evaluate-every)", config.evaluate_every));
+    }
     if (config.learning_rate == from_scratch.learning_rate) {
         config.learning_rate = kFineTuningLearningRate;
         changed.push_back("learning rate 2e-5 (--learning-rate)");
@@ -574,7 +583,8 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     data::Tokenizer tokenizer = sized_run_tokenizer(app, config, splits, files);
     const bool fine_tuning = is_model_folder(config.init);
     if (fine_tuning) {
-        std::string settings = use_fine_tuning_defaults(config, app.defaults);
+        std::string settings =
+            use_fine_tuning_defaults(config, app.defaults, static_cast<int64_t>(splits.train.queries.size()));
         config.pretrain_steps = 0;
         fmt::print("fine-tuning {}: {}; no corpus pretraining\n", config.init, settings);
     }

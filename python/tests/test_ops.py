@@ -119,3 +119,19 @@ def test_op_equals_cpp_bit_for_bit(case, dtype, op_reference, tmp_path):
         expected = tmp_path / "out" / f"grad_{name}.npy"
         assert os.path.exists(expected), f"{op}: the C++ run gave no gradient for {name}"
         assert_bitwise_equal(variable.grad, np.load(expected), f"{op} gradient of {name}")
+
+
+def test_attention_mask_is_a_keep_mask_under_its_own_name():
+    """nce's mask is nonzero = a real key; PyTorch's key_padding_mask means the opposite, so
+    nce does not take that name: passing it by habit is an error, not a silent inversion."""
+    q = nce.Var(normal(1, 1, 3, 4))
+    keep = np.array([[1, 1, 0]], np.int64)
+    by_name = np.asarray(nce.scaled_dot_product_attention(q, q, q, keep_mask=keep))
+    np.testing.assert_array_equal(by_name, np.asarray(nce.scaled_dot_product_attention(q, q, q, keep)))
+    with pytest.raises(TypeError):
+        nce.scaled_dot_product_attention(q, q, q, key_padding_mask=keep)
+    qkv = nce.Var(normal(1, 3, 12))
+    with pytest.raises(TypeError):
+        nce.packed_attention(qkv, key_padding_mask=keep, heads=2)
+    assert "key_padding_mask, where True = padding" in nce.scaled_dot_product_attention.__doc__
+    assert "nonzero = a real token, kept" in nce.packed_attention.__doc__
