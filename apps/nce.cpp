@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "apps/commands.h"
+#include "apps/parse_error.h"
 #include "distributed/world.h"
 #ifdef NCE_HAVE_CUDA
 #include "engine/cuda/cuda_backend.h"
@@ -39,8 +40,15 @@ int main(int argc, char** argv) {
     nce::apps::add_bench_command(app, exit_code);
     try {
         app.parse(argc, argv);  // runs the chosen subcommand
+    } catch (const CLI::CallForHelp& help) {
+        return app.exit(help);
+    } catch (const CLI::CallForAllHelp& help) {
+        return app.exit(help);
+    } catch (const CLI::CallForVersion& version) {
+        return app.exit(version);
     } catch (const CLI::ParseError& error) {
-        return app.exit(error);
+        fmt::print(stderr, "nce: error: {}\n", nce::apps::parse_error_line(app, error));
+        return 2;
     } catch (const std::exception& error) {
         // With several processes, one rank's error ends them all (MPI_Abort): none is left
         // waiting in a collective for it.

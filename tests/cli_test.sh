@@ -56,5 +56,32 @@ expect_exit_nonzero "nce with no subcommand"
 run nosuchcommand
 expect_exit_nonzero "nce nosuchcommand"
 
+# --- the command line's own mistakes: one line naming the word and the fix, exit 2 ---
+# expect_usage_error PATTERN ARGS...: exit 2 and one stderr line "nce: error: ..." matching PATTERN.
+expect_usage_error() {
+    local pattern="$1"
+    shift
+    run "$@"
+    if [[ $status -eq 2 && $(wc -l <"$stderr") -eq 1 ]] && grep -Eq -- "^nce: error: $pattern" "$stderr"; then
+        pass "nce $*: $(cat "$stderr")"
+    else
+        fail "nce $*: exit $status, expected 2 and one line matching /$pattern/"
+    fi
+}
+expect_usage_error "'trian' is not a command of nce; did you mean 'train'\\?" trian
+expect_usage_error "'nosuchcommand' is not a command of nce \\(nce --help lists the commands\\)" nosuchcommand
+expect_usage_error "'search' is a command of nce korquad, nce stackexchange, nce code and nce train" search
+expect_usage_error "nce needs a command: gradcheck, loss" 
+expect_usage_error "'pretrian' is not a command of nce korquad; did you mean 'pretrain'\\?" korquad pretrian
+expect_usage_error "nce train: unknown option --bogus \\(nce train --help lists the options\\)" train --bogus 1
+expect_usage_error "nce train: unknown option --max-step; did you mean --max-steps\\?" train --max-step 3
+expect_usage_error "nce encode: unknown option --modle; did you mean --model\\?" encode --modle x
+expect_usage_error "nce mine: --negatives takes INT, got 'abc'" mine --negatives abc
+expect_usage_error "nce train: unexpected argument 'extra'" train extra
+run train search "a question" --index "$scratch/no_index"
+expect_one_line_error "no index.json\\); build one with .nce train index --output runs/train." "" "train search with no index"
+run --help
+expect_exit_zero "nce --help"
+
 echo "$failures failure(s)"
 [[ $failures -eq 0 ]]

@@ -146,7 +146,8 @@ IndexSummary build_passage_index(const std::string& index_dir, nn::EmbeddingMode
 SearchResult search_passage_index(const std::string& index_dir, const std::string& query, int64_t k) {
     fs::path folder(index_dir);
     NCE_CHECK(fs::is_regular_file(folder / "index.json"),
-              "--index {}: not a complete index folder (no index.json); build one with `nce <app> index`", index_dir);
+              "--index {}: not a complete index folder (no index.json); build one with the index command of the app "
+              "that trained the model (nce korquad|stackexchange|code|train index)", index_dir);
     NCE_CHECK(k > 0, "search: --top-k must be positive, got {}", k);
     nlohmann::json facts;
     std::ifstream facts_file(folder / "index.json");
@@ -158,7 +159,8 @@ SearchResult search_passage_index(const std::string& index_dir, const std::strin
         facts = nlohmann::json::parse(facts_text);
         facts.at("max_query_length").get<int64_t>();
     } catch (const nlohmann::json::exception&) {
-        fail("--index {}: index.json is malformed; rebuild the index with `nce <app> index`", index_dir);
+        fail("--index {}: index.json is malformed; rebuild the index (nce korquad|stackexchange|code|train index)",
+             index_dir);
     }
     int64_t max_query_length = facts.at("max_query_length").get<int64_t>();
     std::string tokenizer_path = tokenizer_beside(index_dir);

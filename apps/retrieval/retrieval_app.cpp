@@ -901,10 +901,13 @@ CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, i
     search->add_option("--index", *search_folder, "index folder (default: <output>/index)");
     search->add_option("query", *search_query, "the query, in quotes")->required();
     hide_prompt_flags(*search);
-    search->callback([search, search_options, search_folder, search_query, &exit_code] {
+    search->callback([app, search, search_options, search_folder, search_query, &exit_code] {
         refuse_prompt_flags(*search, "search", "the config of the index's model.safetensors");
         RunConfig config = search_options->resolve();
         std::string folder = search_folder->empty() ? RunFiles(config.output).index : *search_folder;
+        NCE_CHECK(fs::is_regular_file(fs::path(folder) / "index.json"),
+                  "--index {}: not a complete index folder (no index.json); build one with `nce {} index --output {}`",
+                  folder, app.name, config.output);
         print_search_result(search_passage_index(folder, *search_query, config.top_k));
         exit_code = 0;
     });
