@@ -56,18 +56,22 @@ void* CachingAllocator::allocate(std::size_t bytes) {
     if (pointer == nullptr) {
         std::lock_guard lock(mutex_);
         stats_.bytes_in_use -= rounded;
-        fail("out of memory: could not allocate {} bytes", rounded);
+        fail("out of memory: could not allocate {} bytes ({:.2f} GiB)", rounded, static_cast<double>(rounded) / (1 << 30));
     }
     return pointer;
 }
 
-void CachingAllocator::release(void* pointer, std::size_t bytes) {
+void CachingAllocator::release(void* pointer, std::size_t bytes) noexcept {
     if (pointer == nullptr) return;
     std::size_t rounded = size_class(bytes);
     std::lock_guard lock(mutex_);
     stats_.bytes_in_use -= rounded;
-    stats_.bytes_cached += rounded;
-    free_lists_[rounded].push_back(pointer);
+    try {  // remembering the block takes memory too; out of it, the system takes the block back
+        free_lists_[rounded].push_back(pointer);
+        stats_.bytes_cached += rounded;
+    } catch (const std::bad_alloc&) {
+        system_.free(pointer);
+    }
 }
 
 AllocatorStats CachingAllocator::stats() const {

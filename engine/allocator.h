@@ -39,7 +39,9 @@ public:
     static CachingAllocator& host();
 
     void* allocate(std::size_t bytes);
-    void release(void* pointer, std::size_t bytes);
+    // Never throws (storage is released from destructors): a block it cannot keep goes back
+    // to the system.
+    void release(void* pointer, std::size_t bytes) noexcept;
 
     AllocatorStats stats() const;
     void reset_peak();

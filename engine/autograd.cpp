@@ -5,6 +5,23 @@
 #include "engine/tensor_math.h"
 
 namespace nce {
+
+// Each input node this node held the last reference to is emptied (its closure first, while
+// `next` still keeps the inputs a closure may capture, then its inputs moved onto the stack)
+// before it is destroyed, so no destructor reaches another node.
+Node::~Node() {
+    backward = nullptr;
+    std::vector<std::shared_ptr<Node>> pending = std::move(next);
+    while (!pending.empty()) {
+        std::shared_ptr<Node> node = std::move(pending.back());
+        pending.pop_back();
+        if (node == nullptr || node.use_count() != 1) continue;
+        node->backward = nullptr;
+        for (std::shared_ptr<Node>& input : node->next) pending.push_back(std::move(input));
+        node->next.clear();
+    }
+}
+
 namespace {
 
 thread_local bool grad_mode = true;

@@ -37,6 +37,10 @@ struct Node {
     Tensor value;                              // the op's output (a leaf's value when it was made)
     Tensor grad;                               // dL/d(output) that reached this node in the last backward
     std::vector<Tensor> constant_inputs;       // the value of each input that needs no gradient, by position
+
+    // Releases the graph below this node iteratively: a chain of a million ops (a deep model
+    // unwinding after an error) would otherwise free itself one stack frame per node.
+    ~Node();
 };
 
 class Var {

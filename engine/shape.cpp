@@ -13,7 +13,9 @@ Dtype parse_dtype(const std::string& name) {
 
 int64_t shape_numel(const Shape& shape) {
     int64_t n = 1;
-    for (int64_t s : shape) n *= s;
+    for (int64_t s : shape)
+        NCE_CHECK(!__builtin_mul_overflow(n, s, &n), "tensor: shape {} has more elements than a 64-bit count holds",
+                  shape_string(shape));
     return n;
 }
 

@@ -8,6 +8,8 @@ namespace nce {
 
 using Shape = std::vector<int64_t>;
 
+// The number of elements. A product past int64 is an error naming the shape: sizes come from
+// files and flags, and a wrapped count would make a tiny buffer for a huge tensor.
 int64_t shape_numel(const Shape& shape);
 
 // "[2, 3, 4]"

@@ -14,6 +14,10 @@ Storage::~Storage() { backend_for(device).release(data, bytes); }
 
 Tensor Tensor::empty(const Shape& shape, Dtype dtype, Device device) {
     for (int64_t s : shape) NCE_CHECK(s >= 0, "tensor: negative size in shape {}", shape_string(shape));
+    // At most 2^62 bytes: the allocator's size classes round up without wrapping below that.
+    const int64_t most = (int64_t{1} << 62) / static_cast<int64_t>(dtype_size(dtype));
+    NCE_CHECK(shape_numel(shape) <= most, "tensor: shape {} of {} needs more than 2^62 bytes", shape_string(shape),
+              dtype_name(dtype));
     Tensor t;
     t.shape_ = shape;
     t.dtype_ = dtype;

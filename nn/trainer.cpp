@@ -65,7 +65,9 @@ Trainer::Trainer(EmbeddingModel& model, Optimizer& optimizer, TrainerOptions opt
 }
 
 int64_t Trainer::total_steps() const {
-    int64_t all_epochs = options_.epochs * options_.steps_per_epoch;
+    int64_t all_epochs = 0;  // epochs x steps per epoch, saturating: a huge epoch count means "no limit", never a wrap
+    if (__builtin_mul_overflow(options_.epochs, options_.steps_per_epoch, &all_epochs))
+        all_epochs = std::numeric_limits<int64_t>::max();
     return options_.max_steps > 0 ? std::min(options_.max_steps, all_epochs) : all_epochs;
 }
 

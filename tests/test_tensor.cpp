@@ -36,6 +36,11 @@ TEST_CASE("tensor: misuse gives one clear error") {
     CHECK_ERROR_MENTIONS(matmul(t, Tensor::zeros({2, 3}, Dtype::Float32)), "inner sizes differ");
     CHECK_ERROR_MENTIONS(matmul(t, Tensor::zeros({3, 2}, Dtype::Float64)), "dtypes differ");
     CHECK_ERROR_MENTIONS(parse_dtype("float16"), "use float32 or float64");
+    // Sizes from a file or a flag: a count past int64, or bytes past 2^62, is an error before
+    // anything is allocated (a wrapped count once made a tiny buffer for a huge tensor).
+    CHECK_ERROR_MENTIONS(shape_numel({int64_t{1} << 61, 8}), "[2305843009213693952, 8] has more elements than");
+    CHECK_ERROR_MENTIONS(Tensor::empty({int64_t{1} << 59, 4}, Dtype::Float32), "needs more than 2^62 bytes");
+    CHECK_ERROR_MENTIONS(Tensor::zeros({int64_t{1} << 40, int64_t{1} << 40}, Dtype::Float64), "more elements than");
 }
 
 TEST_CASE("matmul: every transpose and batch form equals a naive triple loop") {

@@ -603,6 +603,20 @@ TEST_CASE("trainer: bad options are one clear error") {
     CHECK_ERROR_MENTIONS(logging.fit(problem.loss_function(*model, false)), "cannot open '/nonexistent-directory/metrics.jsonl'");
 }
 
+// epochs x steps per epoch saturates: 2^63 - 1 epochs once wrapped to a negative step count,
+// trained 0 steps and saved the untrained model as the trained one.
+TEST_CASE("trainer: a huge epoch count is no limit, never a wrapped step count") {
+    TinyProblem problem(Dtype::Float64);
+    TrainerOptions options;
+    options.epochs = std::numeric_limits<int64_t>::max();
+    options.max_steps = 3;
+    Run run = make_run(problem, 4, options);
+    CHECK(run.trainer->total_steps() == 3);
+    options.max_steps = 0;
+    Run unbounded = make_run(problem, 4, options);
+    CHECK(unbounded.trainer->total_steps() == std::numeric_limits<int64_t>::max());
+}
+
 TEST_CASE("progress: durations and the bar's line") {
     CHECK(format_duration(42) == "42s");
     CHECK(format_duration(192) == "3m12s");

@@ -74,8 +74,8 @@ RankedLists best_chunk_rankings(const RankedLists& by_chunk, const std::vector<P
 // window, from at most 8 x depth windows.
 RankedLists window_rankings(const Tensor& queries, const Tensor& windows, const std::vector<PassageChunk>& chunks,
                             int64_t depth) {
-    return best_chunk_rankings(dense_rankings(queries, windows, std::min<int64_t>(static_cast<int64_t>(chunks.size()),
-                                                                                  8 * depth)),
+    const int64_t all = static_cast<int64_t>(chunks.size());
+    return best_chunk_rankings(dense_rankings(queries, windows, depth >= all / 8 ? all : 8 * depth),
                                chunks, depth);
 }
 
