@@ -48,6 +48,9 @@ expect_in "$stdout" "fine-tuning $model: learning rate 2e-5" "the fine-tuning de
 expect_in "$stdout" "pretrained, zero-shot" "the table has the zero-shot row"
 expect_in "$stdout" "pretrained, fine-tuned" "the table has the fine-tuned row"
 expect_in "$scratch/run/config.json" '"learning_rate": 2e-0?5' "config.json records the fine-tuning learning rate"
+expect_in "$scratch/run/README.md" "^- Model: bert as Hugging Face defines it, from $model: d_model 384, 6 layers" \
+    "the model card describes the pretrained model"
+expect_in "$scratch/run/README.md" "^- Tokenizer: the pretrained model's own, 30522 pieces" "the model card names its tokenizer"
 [[ -f "$scratch/run/tokenizer/tokenizer.json" ]] && pass "the run keeps the model's tokenizer" \
     || fail "no tokenizer/tokenizer.json in the run"
 [[ -f "$scratch/run/sentence-transformers/modules.json" ]] && pass "the run writes a sentence-transformers folder" \

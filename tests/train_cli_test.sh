@@ -100,6 +100,8 @@ expect_in "$card" "^- Split \(queries / passages\): train [0-9]+ / [0-9]+; valid
 expect_in "$card" "^- Loss: infonce \(catalogue defaults\); batch 16, 12 steps planned" "the model card names the loss and budget"
 expect_in "$card" "^\| trained model \| [0-9.]+ \[[0-9.]+, [0-9.]+\] \|" "the model card's table has the trained row with intervals"
 expect_in "$card" "^\| BM25 \(whitespace\) \|" "the model card's table has BM25"
+expect_in "$card" "^On the --validation file .*validation.jsonl \\(" "the model card names the file its table is measured on"
+expect_in "$card" "^- Kept: (the checkpoint of step [0-9]+ of [0-9]+|the start, unchanged)" "the model card says which checkpoint was kept"
 expect_in "$card" "metrics.svg" "the model card shows the metric bars"
 expect_in "$card" "training_curves.svg" "the model card shows the curves"
 expect_in "$card" "nce encode --model .*/model.safetensors" "the model card says how to use the model"
@@ -139,7 +141,7 @@ trained_row() {  # the "trained model" row of a results.json, as one line of JSO
 trained_row="$(trained_row "$scratch/run/results.json")"
 run train eval --output "$scratch/run"
 expect_exit_zero "train eval --output (the run's own files)"
-expect_in "$stdout" "test split, 20 queries" "eval measures on the run's validation file"
+expect_in "$stdout" "nce train: --validation file .*validation.jsonl, 20 queries" "eval measures on the run's validation file, named so"
 if [[ -n "$trained_row" && "$trained_row" == "$(trained_row "$scratch/run/results.json")" ]]; then
     pass "eval repeats the trained model's row of the run"
 else
@@ -161,6 +163,12 @@ expect_exit_zero "train (csv, triplet on its negatives)"
 expect_in "$stdout" "^trained model" "the csv run prints the table"
 run train --config "$scratch/tiny.json" --train "$scratch/scored.tsv" --loss cosent --no-pretrain --output "$scratch/tsv"
 expect_exit_zero "train (tsv with a score column, cosent)"
+# With no length in the config or the flags, both follow the training file.
+run train --train "$scratch/train.jsonl" --d-model 32 --nhead 2 --num-layers 1 --dim-feedforward 64 --no-pretrain \
+    --max-steps 2 --output "$scratch/sized"
+expect_exit_zero "train with the lengths left to the data"
+expect_in "$stdout" "^sized to the data: queries cut at [0-9]+ tokens" "the query length is sized to the training file"
+expect_in "$stdout" "^sized to the data: passages read [0-9]+ tokens at a time" "the passage length is sized to the training file"
 cp "$scratch/train.jsonl" "$scratch/pairs.data"
 run train --config "$scratch/tiny.json" --train "$scratch/pairs.data" --format jsonl --no-pretrain --max-steps 2 \
     --output "$scratch/format"

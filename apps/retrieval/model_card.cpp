@@ -83,10 +83,19 @@ std::string model_card_markdown(const std::string& command, const RunConfig& con
     std::string heads = "masked mean pooling";
     if (lexical_width(config) > 0) heads += fmt::format(", a max-pooled lexical head of {}", lexical_width(config));
     if (term_weights) heads += fmt::format(", term weights over the {} pieces", pieces);
-    card += fmt::format("- Model: text_encoder, d_model {}, {} layers, {} heads, feed-forward {}, dropout {}; "
-                        "{}; unit-length embeddings of {} numbers.\n",
-                        config.d_model, config.num_layers, config.nhead, config.dim_feedforward, config.dropout, heads,
-                        config.d_model + lexical_width(config) + (term_weights ? pieces : 0));
+    const nlohmann::json model = facts.value("model", nlohmann::json::object());
+    const bool pretrained = model.value("kind", "") == "bert";  // read from a sentence-transformers folder
+    if (pretrained)
+        card += fmt::format("- Model: bert as Hugging Face defines it, from {}: d_model {}, {} layers, {} heads, "
+                            "feed-forward {}; {} pooling{}; embeddings of {} numbers.\n",
+                            config.init, model.value("d_model", 0), model.value("num_layers", 0), model.value("nhead", 0),
+                            model.value("dim_feedforward", 0), model.value("pooling", "mean"),
+                            model.value("normalize", false) ? ", unit length" : "", model.value("d_model", 0));
+    else
+        card += fmt::format("- Model: text_encoder, d_model {}, {} layers, {} heads, feed-forward {}, dropout {}; "
+                            "{}; unit-length embeddings of {} numbers.\n",
+                            config.d_model, config.num_layers, config.nhead, config.dim_feedforward, config.dropout,
+                            heads, config.d_model + lexical_width(config) + (term_weights ? pieces : 0));
     if (facts.contains("term_share")) {
         const nlohmann::json& share = facts.at("term_share");
         card += fmt::format("- Term share: the terms' part weighs {:.3f} of the score, chosen on the validation split "
@@ -100,12 +109,17 @@ std::string model_card_markdown(const std::string& command, const RunConfig& con
                             "validation split better (MRR@10 {:.3f}); model.safetensors is it, at its chosen term share.\n",
                             kept.value("validation_mrr10", 0.0));
     }
-    card += fmt::format("- Tokenizer: SentencePiece {} of {} pieces, trained on the training split (tokenizer.model){}.\n",
-                        config.tokenizer_type, fact(facts, "tokenizer_pieces"),
-                        facts.value("tokenizer_identifier_words", false)
-                            ? "; it reads names and words apart from case and punctuation (getLineNumber(x) and "
-                              "line_number as get line number ( x ) and line _ number)"
-                            : "");
+    if (pretrained)
+        card += fmt::format("- Tokenizer: the pretrained model's own, {} pieces (kept in tokenizer/).\n",
+                            fact(facts, "tokenizer_pieces"));
+    else
+        card += fmt::format("- Tokenizer: SentencePiece {} of {} pieces, trained on the training split "
+                            "(tokenizer.model){}.\n",
+                            config.tokenizer_type, fact(facts, "tokenizer_pieces"),
+                            facts.value("tokenizer_identifier_words", false)
+                                ? "; it reads names and words apart from case and punctuation (getLineNumber(x) and "
+                                  "line_number as get line number ( x ) and line _ number)"
+                                : "");
     card += fmt::format("- Lengths: queries cut at {} tokens, passages at {}{}.\n", config.max_query_length,
                         config.max_passage_length, prompted ? ", prompts included" : "");
     if (prompted)
@@ -122,10 +136,18 @@ std::string model_card_markdown(const std::string& command, const RunConfig& con
                         config.batch_size, config.max_steps, fact(training, "steps"), fact(training, "stopped_early"),
                         config.learning_rate, config.weight_decay, config.schedule, config.warmup_steps,
                         config.max_grad_norm);
+    if (training.contains("best_step"))
+        card += training.value("best_step", int64_t{0}) == 0
+                    ? std::string("- Kept: the start, unchanged: no step ranked the validation split better.\n")
+                    : fmt::format("- Kept: the checkpoint of step {} of {}, the best on the validation split "
+                                  "(MRR@10 {:.3f}).\n",
+                                  training.value("best_step", int64_t{0}), fact(training, "steps"),
+                                  training.value("best_validation_mrr@10", 0.0));
     card += fmt::format("- Seed {}, {} threads, {:.0f} s for the whole run; every setting is in config.json.\n",
                         config.seed, fact(facts, "threads"), facts.value("seconds", 0.0));
     card += "\n## How well it retrieves\n\n";
-    card += "On the test split (each cell: the mean over the test queries and its 95% bootstrap interval";
+    card += fmt::format("On the {} (each cell: the mean over its queries and its 95% bootstrap interval",
+                        facts.value("test_split", std::string("test split")));
     if (!table.mark_column.empty())
         card += "; the last column: the row minus BM25 with a paired bootstrap test on the same queries, * where "
                 "the difference is beyond the noise at 5%, which overlapping intervals do not decide";

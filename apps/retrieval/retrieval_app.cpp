@@ -136,6 +136,7 @@ void report(const RetrievalApp& app, const RunConfig& config, const RunFiles& fi
                              {"truncated_train_passages", outcome.training.passages.truncated}};
     }
     extra["seconds"] = outcome.seconds;
+    extra["test_split"] = app.test_split_name ? app.test_split_name(config) : "test split";
     if (app.extra_results) {
         nlohmann::json app_facts = app.extra_results(config);
         if (app_facts.is_object())
@@ -418,8 +419,9 @@ RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, c
                              const data::RetrievalDataset& validation, const data::RetrievalDataset& test,
                              nn::EmbeddingModel* pretrained) {
     RunOutcome outcome;
-    outcome.table.title = fmt::format("nce {}: test split, {} queries over {} passages", app.name, test.queries.size(),
-                                      test.passages.size());
+    outcome.table.title = fmt::format("nce {}: {}, {} queries over {} passages", app.name,
+                                      app.test_split_name ? app.test_split_name(config) : "test split",
+                                      test.queries.size(), test.passages.size());
     outcome.table.columns = standard_columns(app.with_rank_at_k);
     // Every row's intervals from the run's seed: the same resampled queries for every ranker.
     outcome.table.bootstrap = {1000, config.seed, 0.95};
@@ -599,6 +601,7 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     std::unique_ptr<nn::EmbeddingModel> model, pretrained;
     nlohmann::json facts = split_and_tokenizer_facts(splits, tokenizer);
     facts["prompts"] = prompts_fact(*untrained);
+    facts["model"] = nlohmann::json::parse(nn::config_to_json(untrained->config()));  // for the model card
     if (!config.init.empty()) {
         model = to_run_device(load_init(config, tokenizer.vocab_size()), config);
         fmt::print("starting from {} (no corpus pretraining)\n", config.init);

@@ -81,6 +81,9 @@ struct RetrievalApp {
     std::function<data::DatasetSplits(const data::RetrievalDataset& dataset, const RunConfig& config)> split;
     // Facts the app adds to results.json (e.g. where the data came from); may be unset.
     std::function<nlohmann::json(const RunConfig& config)> extra_results;
+    // What the table is measured on, in the user's terms, for its title and the model card;
+    // unset: "test split". (`nce train --validation FILE` measures on that file.)
+    std::function<std::string(const RunConfig& config)> test_split_name;
     // Flags of the app's own beside RunConfig's (`nce train`'s --train, --validation, ...):
     // adds them to a subcommand that reads data and returns what moves the values given into
     // the resolved config (`trains`: the subcommand trains a new tokenizer and model). May be unset.
