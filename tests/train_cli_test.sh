@@ -169,6 +169,11 @@ run train --train "$scratch/train.jsonl" --d-model 32 --nhead 2 --num-layers 1 -
 expect_exit_zero "train with the lengths left to the data"
 expect_in "$stdout" "^sized to the data: queries cut at [0-9]+ tokens" "the query length is sized to the training file"
 expect_in "$stdout" "^sized to the data: passages read [0-9]+ tokens at a time" "the passage length is sized to the training file"
+# --max-steps, given, bounds the corpus-sized pretraining too (at least 50 steps otherwise).
+run train --train "$scratch/train.jsonl" --d-model 32 --nhead 2 --num-layers 1 --dim-feedforward 64 --max-steps 4 \
+    --pretrain-batch-size 8 --output "$scratch/bounded"
+expect_exit_zero "train --max-steps 4 with corpus pretraining"
+expect_in "$stdout" "^pretrained 4 steps on" "--max-steps 4 bounds pretraining to 4 steps"
 cp "$scratch/train.jsonl" "$scratch/pairs.data"
 run train --config "$scratch/tiny.json" --train "$scratch/pairs.data" --format jsonl --no-pretrain --max-steps 2 \
     --output "$scratch/format"

@@ -95,15 +95,16 @@ std::string draw_pseudo_query(const std::string& window_text, Generator& generat
     return fmt::format("{}", fmt::join(kept, " "));
 }
 
-int64_t pretraining_steps(const RunConfig& config, int64_t windows) {
+int64_t pretraining_steps(const RunConfig& config, int64_t windows, int64_t most_steps) {
     if (config.pretrain_steps >= 0) return config.pretrain_steps;
     int64_t one_pass = (windows + config.pretrain_batch_size - 1) / config.pretrain_batch_size;
-    return std::clamp<int64_t>(kPretrainingPasses * one_pass, 50, kMostPretrainingSteps);
+    return std::min(std::clamp<int64_t>(kPretrainingPasses * one_pass, 50, kMostPretrainingSteps), most_steps);
 }
 
 PretrainingReport pretrain_text_encoder(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer,
                                         const std::vector<data::Passage>& passages, LexicalTokens teacher_tokens,
-                                        int64_t overlap, const RunConfig& config, const std::string& log_path) {
+                                        int64_t overlap, const RunConfig& config, const std::string& log_path,
+                                        int64_t most_steps) {
     auto start_time = std::chrono::steady_clock::now();
     nn::set_checkpoint_activations(model, config.checkpoint_activations);
     PretrainingReport report;
@@ -121,7 +122,7 @@ PretrainingReport pretrain_text_encoder(nn::EmbeddingModel& model, const data::T
     NCE_CHECK(report.windows > candidates,
               "pretraining: the corpus gives {} windows of text, too few to rank {} candidates per pseudo-query; use "
               "more data, a smaller --pretrain-candidates, or --no-pretrain", report.windows, candidates);
-    report.steps = pretraining_steps(config, report.windows);
+    report.steps = pretraining_steps(config, report.windows, most_steps);
     if (report.steps == 0) return report;
 
     // Every step's pseudo-queries up front (windows without replacement, reshuffled each

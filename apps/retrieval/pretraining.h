@@ -37,6 +37,7 @@
 // Optimiser, schedule and clipping are the run's (learning_rate, cosine, 10% warmup).
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -55,8 +56,10 @@ std::string draw_pseudo_query(const std::string& window_text, Generator& generat
 inline constexpr int64_t kPretrainingPasses = 6;
 inline constexpr int64_t kMostPretrainingSteps = 1000;
 
-// The step count the run will use: config.pretrain_steps, or the corpus-sized count for -1.
-int64_t pretraining_steps(const RunConfig& config, int64_t windows);
+// The step count the run will use: config.pretrain_steps, or for -1 the corpus-sized count,
+// at most `most_steps` (a run given --max-steps N pretrains no more than N steps either).
+int64_t pretraining_steps(const RunConfig& config, int64_t windows,
+                          int64_t most_steps = std::numeric_limits<int64_t>::max());
 
 struct PretrainingReport {
     int64_t passages = 0;  // corpus passages read
@@ -71,10 +74,12 @@ struct PretrainingReport {
 };
 
 // Pretrains `model` in place on the corpus `passages` (see above), writing the step log to
-// `log_path` (JSON lines; empty: none). Throws nce::Error when the corpus is too small to
-// draw from: fewer windows than pretrain_candidates, or no window with 3 words.
+// `log_path` (JSON lines; empty: none), for pretraining_steps(config, windows, most_steps)
+// steps. Throws nce::Error when the corpus is too small to draw from: fewer windows than
+// pretrain_candidates, or no window with 3 words.
 PretrainingReport pretrain_text_encoder(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer,
                                         const std::vector<data::Passage>& passages, LexicalTokens teacher_tokens,
-                                        int64_t overlap, const RunConfig& config, const std::string& log_path);
+                                        int64_t overlap, const RunConfig& config, const std::string& log_path,
+                                        int64_t most_steps = std::numeric_limits<int64_t>::max());
 
 }  // namespace nce::apps::retrieval

@@ -334,8 +334,11 @@ PretrainingReport pretrain_and_save(const RetrievalApp& app, const RunConfig& co
     fmt::print("pretraining on the corpus ({} passages): imitating BM25 ({}) on pseudo-queries\n",
                dataset.passages.size(), lexical_tokens_name(app.bm25_variants.back()));
     std::fflush(stdout);
+    // --max-steps, when the user gives it, bounds the corpus-sized pretraining too: a short run is short.
+    const int64_t most_steps = config.max_steps != app.defaults.max_steps ? config.max_steps
+                                                                         : std::numeric_limits<int64_t>::max();
     PretrainingReport report = pretrain_text_encoder(model, tokenizer, dataset.passages, app.bm25_variants.back(),
-                                                     app.chunk_overlap, config, files.pretrain_log);
+                                                     app.chunk_overlap, config, files.pretrain_log, most_steps);
     nn::save_model(files.pretrained, model, {{"pretraining", "imitating BM25 on the corpus"}});
     fmt::print("pretrained {} steps on {} windows in {:.1f} s (last loss {:.4f}); on {} fresh pseudo-queries the source "
                "window is BM25's top 1 for {:.2f} of them and the model's for {:.2f}\n",
