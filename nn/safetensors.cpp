@@ -83,27 +83,52 @@ bool is_count(const Json& value) {
     return value.is_number_unsigned() || (value.is_number_integer() && value.get<int64_t>() >= 0);
 }
 
-// Parses the header text into the top-level object. A name given twice is an error (JSON
-// parsers would silently keep one of the two).
-Json parse_header(const std::string& text, const std::string& path) {
-    std::set<std::string> names;
+// Walks the header as SAX events, keeping the keys of each open object: the first key an
+// object repeats (JSON parsers would silently keep one of the two). Linear in the header, where
+// nlohmann's parse callback re-scans the top-level object at the end of every tensor's entry.
+struct RepeatedKeyFinder : nlohmann::json_sax<Json> {
+    std::vector<std::set<std::string>> open_objects;
     std::string repeated;
-    auto note_top_level_keys = [&](int depth, Json::parse_event_t event, Json& parsed) {
-        if (event == Json::parse_event_t::key && depth == 1 && !names.insert(parsed.get<std::string>()).second &&
-            repeated.empty())
-            repeated = parsed.get<std::string>();
+
+    bool null() override { return true; }
+    bool boolean(bool) override { return true; }
+    bool number_integer(number_integer_t) override { return true; }
+    bool number_unsigned(number_unsigned_t) override { return true; }
+    bool number_float(number_float_t, const string_t&) override { return true; }
+    bool string(string_t&) override { return true; }
+    bool binary(binary_t&) override { return true; }
+    bool start_object(std::size_t) override {
+        open_objects.emplace_back();
         return true;
-    };
+    }
+    bool key(string_t& name) override {
+        if (!open_objects.back().insert(name).second && repeated.empty()) repeated = name;
+        return true;
+    }
+    bool end_object() override {
+        open_objects.pop_back();
+        return true;
+    }
+    bool start_array(std::size_t) override { return true; }
+    bool end_array() override { return true; }
+    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+};
+
+// Parses the header text into the top-level object. A name given twice in any object of it
+// (a tensor, __metadata__) is an error.
+Json parse_header(const std::string& text, const std::string& path) {
     check_json_nesting(text, fmt::format("read_safetensors: '{}': the header", path));
     Json header;
     try {
-        header = Json::parse(text, note_top_level_keys);
+        header = Json::parse(text);
     } catch (const Json::exception& error) {
         fail("read_safetensors: '{}': the header is not valid JSON: {}", path, without_json_prefix(error.what()));
     }
     NCE_CHECK(header.is_object(), "read_safetensors: '{}': the header must be a JSON object, found a {}", path,
               header.type_name());
-    NCE_CHECK(repeated.empty(), "read_safetensors: '{}': the header names '{}' twice", path, repeated);
+    RepeatedKeyFinder finder;
+    Json::sax_parse(text, &finder);
+    NCE_CHECK(finder.repeated.empty(), "read_safetensors: '{}': the header names '{}' twice", path, finder.repeated);
     return header;
 }
 

@@ -182,6 +182,11 @@ TEST_CASE("safetensors: each malformed file is a one-line error naming the file 
          safetensors_bytes(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},)"
                            R"("w":{"dtype":"F32","shape":[4],"data_offsets":[16,32]}})", eight_floats),
          {"bad.safetensors", "'w' twice"}},
+        {"metadata key given twice", safetensors_bytes(R"({"__metadata__":{"step":"3","step":"4"}})", ""),
+         {"bad.safetensors", "'step' twice"}},
+        {"a tensor's field given twice",
+         safetensors_bytes(header_with(R"({"dtype":"F32","shape":[8],"shape":[4],"data_offsets":[0,32]})"), eight_floats),
+         {"bad.safetensors", "'shape' twice"}},
         {"metadata value not a string", safetensors_bytes(R"({"__metadata__":{"step":3}})", ""),
          {"bad.safetensors", "'step'", "string"}},
         {"entry not an object", safetensors_bytes(header_with("[1]"), ""), {"bad.safetensors", "'w'", "must be an object"}},
