@@ -153,6 +153,19 @@ expect_in "$stdout" "^indexed [0-9]+ passages as [0-9]+ chunks" "index says what
 run train search --output "$scratch/run" --top-k 3 "where does the kalomi live"
 expect_exit_zero "train search"
 expect_in "$stdout" "^ 3\. " "search prints the top 3"
+# A tokenizer that is not the model's (a run killed half way leaves one beside the old model):
+# index and search refuse it, as eval does.
+run train --config "$scratch/tiny.json" --train "$scratch/train.jsonl" --vocab-size 90 --no-pretrain --max-steps 2 \
+    --output "$scratch/small_vocab"
+expect_exit_zero "train with a smaller vocabulary"
+cp -r "$scratch/run" "$scratch/mixed"
+cp "$scratch/small_vocab/tokenizer.model" "$scratch/mixed/tokenizer.model"
+run train index --output "$scratch/mixed" --index "$scratch/mixed_index"
+expect_one_line_error "its vocabulary \\([0-9]+\\) does not match the tokenizer's" "$scratch/mixed_index" \
+    "index with another run's tokenizer"
+cp "$scratch/small_vocab/tokenizer.model" "$scratch/mixed/index/tokenizer.model"
+run train search --output "$scratch/mixed" "where does the kalomi live"
+expect_one_line_error "its vocabulary \\([0-9]+\\) does not match the tokenizer's" "" "search with another tokenizer in the index"
 run train eval --output "$scratch/nothing_here"
 expect_one_line_error "give the training pairs with --train" "$scratch/nothing_here" "train eval without a run or --train"
 

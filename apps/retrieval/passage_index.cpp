@@ -167,6 +167,7 @@ SearchResult search_passage_index(const std::string& index_dir, const std::strin
     NCE_CHECK(!tokenizer_path.empty(), "--index {}: no tokenizer in it; rebuild the index", index_dir);
     data::Tokenizer tokenizer = data::Tokenizer::load(tokenizer_path);
     std::unique_ptr<nn::EmbeddingModel> model = load_text_encoder((folder / "model.safetensors").string());
+    check_tokenizer_matches(tokenizer, *model, (folder / "model.safetensors").string());
     std::vector<nlohmann::json> chunks;
     {
         std::ifstream file(folder / "chunks.jsonl");

@@ -760,9 +760,7 @@ RunOutcome run_eval(const RetrievalApp& app, const RunConfig& config, const std:
         model = with_model_prompts(std::move(model), query_prompt, passage_prompt);
     }
     data::Tokenizer tokenizer = tokenizer_for(checkpoint, files);
-    NCE_CHECK(tokenizer.vocab_size() == model->config().vocab_size,
-              "checkpoint {}: its vocabulary ({}) does not match the tokenizer's ({}); use the tokenizer it was trained with",
-              checkpoint, model->config().vocab_size, tokenizer.vocab_size());
+    check_tokenizer_matches(tokenizer, *model, checkpoint);
     RunConfig fitted = fitted_to(config, *model);
     data::RetrievalDataset dataset = load_checked(app, fitted);
     data::DatasetSplits splits = split_for_app(app, dataset, fitted);
@@ -887,6 +885,7 @@ CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, i
         std::string checkpoint = index_checkpoint->empty() ? files.model : *index_checkpoint;
         std::unique_ptr<nn::EmbeddingModel> model = to_run_device(load_text_encoder(checkpoint), config);
         data::Tokenizer tokenizer = tokenizer_for(checkpoint, files);
+        check_tokenizer_matches(tokenizer, *model, checkpoint);
         RunConfig fitted = fitted_to(config, *model);
         data::RetrievalDataset dataset = load_checked(app, fitted);
         std::string folder = index_folder->empty() ? files.index : *index_folder;

@@ -57,6 +57,13 @@ std::vector<std::string> with_prompt(const std::string& prompt, std::vector<std:
     return texts;
 }
 
+void check_tokenizer_matches(const data::Tokenizer& tokenizer, const nn::EmbeddingModel& model,
+                             const std::string& checkpoint) {
+    NCE_CHECK(tokenizer.vocab_size() == model.config().vocab_size,
+              "checkpoint {}: its vocabulary ({}) does not match the tokenizer's ({}); use the tokenizer it was trained "
+              "with", checkpoint, model.config().vocab_size, tokenizer.vocab_size());
+}
+
 int64_t prompt_tokens(const data::Tokenizer& tokenizer, const std::string& prompt) {
     if (prompt.empty()) return 0;
     const data::Tokenizer::SpecialTokens specials = tokenizer.special_tokens();  // not the prompt's own

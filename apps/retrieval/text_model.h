@@ -52,6 +52,11 @@ std::unique_ptr<nn::EmbeddingModel> with_model_prompts(std::unique_ptr<nn::Embed
 // A freshly initialised text_encoder; the same config and seed give the same weights.
 std::unique_ptr<nn::EmbeddingModel> make_text_encoder(const RunConfig& config, int64_t vocab_size);
 
+// The tokenizer found beside `checkpoint` must be the one `model` was trained with: the same
+// number of ids (a re-run killed half way once left a new tokenizer beside an old model).
+void check_tokenizer_matches(const data::Tokenizer& tokenizer, const nn::EmbeddingModel& model,
+                             const std::string& checkpoint);
+
 // Loads a model checkpoint that must hold a text_encoder: a missing file, a file that is not
 // a checkpoint, or a checkpoint of another model kind (a sig_predictor) is one error line
 // naming the file and what was expected.
