@@ -104,15 +104,18 @@ void bind_search(py::module_& module) {
        "{k: {accuracy, precision, recall, mrr, ndcg, map}}: rankings [Q,k] (best first), relevant[q] = the "
        "passages relevant to query q");
 
-    module.def("search_passage_index", [](const std::string& index_dir, const std::string& query, int64_t k) {
-        apps::retrieval::SearchResult result = apps::retrieval::search_passage_index(index_dir, query, k);
+    module.def("search_passage_index", [](const std::string& index_dir, const std::string& query, int64_t k,
+                                          const std::string& ranker) {
+        apps::retrieval::SearchResult result =
+            apps::retrieval::search_passage_index(index_dir, query, k, apps::retrieval::parse_ranker(ranker));
         py::list hits;
         for (const apps::retrieval::SearchHit& hit : result.hits)
             hits.append(py::dict(py::arg("score") = hit.score, py::arg("passage_id") = hit.passage_id,
                                  py::arg("group") = hit.group, py::arg("text") = hit.text));
         return py::dict(py::arg("hits") = hits, py::arg("query_truncated") = result.query_truncated);
-    }, arg("index_dir"), arg("query"), arg("k") = 10,
-       "Searches an index folder written by `nce <app> index` (the model and tokenizer inside it embed the query)");
+    }, arg("index_dir"), arg("query"), arg("k") = 10, arg("ranker") = "dense",
+       "Searches an index folder written by `nce <app> index`: ranker 'dense' (the model and tokenizer inside it "
+       "embed the query), 'bm25', or 'hybrid' (the run's fusion of the two at the weight it chose on validation)");
 }
 
 }  // namespace nce::python

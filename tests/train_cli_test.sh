@@ -153,6 +153,14 @@ expect_in "$stdout" "^indexed [0-9]+ passages as [0-9]+ chunks" "index says what
 run train search --output "$scratch/run" --top-k 3 "where does the kalomi live"
 expect_exit_zero "train search"
 expect_in "$stdout" "^ 3\. " "search prints the top 3"
+expect_in "$scratch/run/index/index.json" '"dense_weight": [0-9.]+' "the index keeps the hybrid's weight the run chose"
+for ranker in bm25 hybrid; do
+    run train search --output "$scratch/run" --top-k 3 --ranker "$ranker" "where does the kalomi live"
+    expect_exit_zero "train search --ranker $ranker"
+    expect_in "$stdout" "^ 3\. " "search --ranker $ranker prints the top 3"
+done
+run train search --output "$scratch/run" --ranker fancy "where does the kalomi live"
+expect_one_line_error "--ranker: fancy not in \\{dense,bm25,hybrid\\}" "" "search --ranker fancy"
 # A tokenizer that is not the model's (a run killed half way leaves one beside the old model):
 # index and search refuse it, as eval does.
 run train --config "$scratch/tiny.json" --train "$scratch/train.jsonl" --vocab-size 90 --no-pretrain --max-steps 2 \

@@ -92,7 +92,8 @@ int64_t passage_window(const data::Tokenizer& tokenizer, const std::string& pass
 IndexSummary build_passage_index(const std::string& index_dir, nn::EmbeddingModel& model,
                                  const data::Tokenizer& tokenizer, const std::vector<data::Passage>& passages,
                                  const RunConfig& config, int64_t overlap, const std::string& model_path,
-                                 const std::string& tokenizer_path) {
+                                 const std::string& tokenizer_path, LexicalTokens bm25_tokens,
+                                 std::optional<double> dense_weight) {
     auto start = std::chrono::steady_clock::now();
     NCE_CHECK(!passages.empty(), "index: the corpus is empty (no passages in the data); check --data");
     const std::string& passage_prompt = model.config().passage_prompt;
@@ -137,13 +138,35 @@ IndexSummary build_passage_index(const std::string& index_dir, nn::EmbeddingMode
                             {"truncate_dim", config.truncate_dim},
                             {"chunks", summary.chunks},
                             {"passages", summary.passages},
-                            {"passages_split", summary.passages_split}};
+                            {"passages_split", summary.passages_split},
+                            {"bm25", {{"tokens", lexical_tokens_name(bm25_tokens)},
+                                      {"k1", config.bm25_k1},
+                                      {"b", config.bm25_b}}}};
+    if (dense_weight) facts["dense_weight"] = *dense_weight;
     write_text_file_atomically((fs::path(index_dir) / "index.json").string(), facts.dump(2) + "\n");
     summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return summary;
 }
 
-SearchResult search_passage_index(const std::string& index_dir, const std::string& query, int64_t k) {
+Ranker parse_ranker(const std::string& name) {
+    if (name == "dense") return Ranker::Dense;
+    if (name == "bm25") return Ranker::Bm25;
+    if (name == "hybrid") return Ranker::Hybrid;
+    fail("search: unknown ranker '{}'; use dense, bm25 or hybrid", name);
+}
+
+namespace {
+
+LexicalTokens parse_lexical_tokens(const std::string& name, const std::string& index_dir) {
+    for (LexicalTokens tokens :
+         {LexicalTokens::Whitespace, LexicalTokens::WhitespaceAndBigrams, LexicalTokens::CodeIdentifiers})
+        if (name == lexical_tokens_name(tokens)) return tokens;
+    fail("--index {}: index.json names BM25 tokens '{}', which nce does not know; rebuild the index", index_dir, name);
+}
+
+}  // namespace
+
+SearchResult search_passage_index(const std::string& index_dir, const std::string& query, int64_t k, Ranker ranker) {
     fs::path folder(index_dir);
     NCE_CHECK(fs::is_regular_file(folder / "index.json"),
               "--index {}: not a complete index folder (no index.json); build one with the index command of the app "
@@ -194,15 +217,39 @@ SearchResult search_passage_index(const std::string& index_dir, const std::strin
     Tensor embedding = truncate_embeddings(
         encode_texts(*model, tokenizer, with_prompt(model->config().query_prompt, {query}), max_query_length, 1, &count),
         truncate_dim);
-    eval::TopK top = index.search(embedding, std::min<int64_t>(k, index.size()));
+    // The hybrid fuses each ranker's candidates: as deep as the apps' evaluation reads them.
+    const int64_t depth = std::min<int64_t>(ranker == Ranker::Hybrid ? std::max<int64_t>(k, 100) : k, index.size());
+    RankedLists dense;
+    if (ranker != Ranker::Bm25) {
+        eval::TopK top = index.search(embedding, depth);
+        std::vector<int64_t> ids = top.indices.to_indices();
+        std::vector<double> scores = top.scores.to_vector();
+        dense.passages.emplace_back();
+        dense.scores.emplace_back();
+        for (size_t i = 0; i < ids.size(); ++i)
+            if (ids[i] >= 0) dense.passages[0].push_back(ids[i]), dense.scores[0].push_back(scores[i]);
+    }
+    RankedLists ranked = dense;
+    if (ranker != Ranker::Dense) {
+        NCE_CHECK(facts.contains("bm25"), "--index {}: it was built before search could rank by BM25; rebuild it "
+                  "to use --ranker {}", index_dir, ranker == Ranker::Bm25 ? "bm25" : "hybrid");
+        NCE_CHECK(ranker != Ranker::Hybrid || facts.contains("dense_weight"),
+                  "--index {}: no hybrid weight (the run that trained the model wrote no results.json beside it); "
+                  "use --ranker dense or bm25", index_dir);
+        std::vector<std::string> texts;
+        for (const nlohmann::json& chunk : chunks) texts.push_back(chunk.value("text", ""));
+        const nlohmann::json& bm25 = facts.at("bm25");
+        RankedLists lexical = bm25_rankings(
+            {query}, texts, parse_lexical_tokens(bm25.value("tokens", ""), index_dir),
+            eval::Bm25Parameters{bm25.value("k1", 1.5), bm25.value("b", 0.75)}, depth);
+        ranked = ranker == Ranker::Bm25 ? lexical : fuse_rankings(lexical, dense, facts.at("dense_weight").get<double>());
+    }
     SearchResult result;
-    result.query_truncated = count.truncated > 0;
-    std::vector<int64_t> ids = top.indices.to_indices();
-    std::vector<double> scores = top.scores.to_vector();
-    for (size_t i = 0; i < ids.size(); ++i) {
-        if (ids[i] < 0) continue;
-        const nlohmann::json& chunk = chunks[static_cast<size_t>(ids[i])];
-        result.hits.push_back({scores[i], chunk.value("passage_id", ""), chunk.value("group", ""), chunk.value("text", "")});
+    result.query_truncated = ranker != Ranker::Bm25 && count.truncated > 0;
+    for (size_t i = 0; i < ranked.passages[0].size() && static_cast<int64_t>(i) < k; ++i) {
+        const nlohmann::json& chunk = chunks[static_cast<size_t>(ranked.passages[0][i])];
+        result.hits.push_back({ranked.scores[0][i], chunk.value("passage_id", ""), chunk.value("group", ""),
+                               chunk.value("text", "")});
     }
     return result;
 }

@@ -15,15 +15,22 @@
 //   model.safetensors  the model that encoded them (a copy)
 //   tokenizer.model    its tokenizer (a copy)
 //   index.json         {"max_query_length", "max_passage_length", "query_prompt", "passage_prompt",
-//                       "overlap", "chunks", "passages"} (the prompts are the model's, for reading;
-//                       search takes them from model.safetensors)
+//                       "overlap", "chunks", "passages", "bm25": {"tokens", "k1", "b"}, and
+//                       "dense_weight" when the run chose the hybrid's weight} (the prompts are
+//                       the model's, for reading; search takes them from model.safetensors)
+//
+// Search ranks the chunks by the model (dense), by BM25 over the chunks' text with the app's
+// tokens, or by the hybrid: the run's own fusion of the two (rankings.h) at the weight it
+// chose on validation, so the best ranker of the run's table is the one a user can serve.
 // Each file is written to a temporary name and renamed; the folder is complete only when
 // index.json (written last) is there.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "apps/retrieval/rankings.h"
 #include "apps/retrieval/run_config.h"
 #include "data/dataset.h"
 #include "data/tokenizer.h"
@@ -62,13 +69,20 @@ struct IndexSummary {
 // Chunks `passages` (window: passage_window of the model's passage prompt, `overlap` tokens),
 // encodes passage prompt + chunk with `model`, and writes the index folder `index_dir` as above, copying `model_path` and
 // `tokenizer_path` into it. An empty passage list is an error naming the data.
+// `bm25_tokens` and config's bm25_k1, bm25_b are what BM25 reads at search time;
+// `dense_weight` is the hybrid's (none: search cannot serve the hybrid).
 IndexSummary build_passage_index(const std::string& index_dir, nn::EmbeddingModel& model,
                                  const data::Tokenizer& tokenizer, const std::vector<data::Passage>& passages,
                                  const RunConfig& config, int64_t overlap, const std::string& model_path,
-                                 const std::string& tokenizer_path);
+                                 const std::string& tokenizer_path, LexicalTokens bm25_tokens,
+                                 std::optional<double> dense_weight);
+
+enum class Ranker { Dense, Bm25, Hybrid };
+// "dense", "bm25", "hybrid"; anything else is an error naming the three.
+Ranker parse_ranker(const std::string& name);
 
 struct SearchHit {
-    double score = 0;        // inner product of the unit embeddings (cosine)
+    double score = 0;        // dense: the cosine; bm25: its score; hybrid: the fused score
     std::string passage_id;
     std::string group;
     std::string text;
@@ -82,7 +96,8 @@ struct SearchResult {
 // Loads the index folder (an incomplete or missing folder is one error line naming it and
 // the command that builds it), encodes the index model's query prompt + `query` and returns
 // its top k chunks.
-SearchResult search_passage_index(const std::string& index_dir, const std::string& query, int64_t k);
+SearchResult search_passage_index(const std::string& index_dir, const std::string& query, int64_t k,
+                                  Ranker ranker = Ranker::Dense);
 
 // Prints the hits: rank, score, passage id, and the text cut to `max_characters` code points.
 void print_search_result(const SearchResult& result, int64_t max_characters = 160);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
@@ -27,6 +28,7 @@
 #include "distributed/rank_output_folder.h"
 #include "distributed/world.h"
 #include "engine/error.h"
+#include "engine/json_nesting.h"
 #include "engine/threads.h"
 #include "nn/checkpoint.h"
 #include "nn/sentence_transformers_folder.h"
@@ -204,6 +206,21 @@ fs::path pretrained_tokenizer_folder(const std::string& run_folder) { return fs:
 // Where such a run writes its model as a sentence-transformers folder.
 fs::path sentence_transformers_folder(const std::string& run_folder) {
     return fs::path(run_folder) / "sentence-transformers";
+}
+
+// The hybrid's dense weight the run chose on validation (its results.json), when `checkpoint`
+// is the run's own model; none otherwise.
+std::optional<double> run_dense_weight(const RunFiles& files, const std::string& checkpoint) {
+    std::error_code error;
+    if (!fs::exists(files.results, error) || !fs::equivalent(checkpoint, files.model, error)) return std::nullopt;
+    try {
+        std::ifstream file(files.results);
+        std::string text{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+        check_json_nesting(text, files.results);
+        return nlohmann::json::parse(text).at("fusion").at("dense_weight").get<double>();
+    } catch (const nlohmann::json::exception&) {
+        return std::nullopt;
+    }
 }
 
 // The tokenizer for a checkpoint: the one beside it (tokenizer_beside), else the run's.
@@ -890,7 +907,8 @@ CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, i
         data::RetrievalDataset dataset = load_checked(app, fitted);
         std::string folder = index_folder->empty() ? files.index : *index_folder;
         IndexSummary summary = build_passage_index(folder, *model, tokenizer, dataset.passages, fitted, app.chunk_overlap,
-                                                   checkpoint, tokenizer.model_path());
+                                                   checkpoint, tokenizer.model_path(), app.bm25_variants.back(),
+                                                   run_dense_weight(files, checkpoint));
         fmt::print("indexed {} passages as {} chunks ({} passages longer than {} tokens were split with {} tokens of "
                    "overlap) into {} in {:.1f} s\n",
                    summary.passages, summary.chunks, summary.passages_split, fitted.max_passage_length, app.chunk_overlap,
@@ -903,17 +921,21 @@ CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, i
     search_options->add_to(*search, app.defaults);
     auto search_folder = std::make_shared<std::string>();
     auto search_query = std::make_shared<std::string>();
+    auto search_ranker = std::make_shared<std::string>("dense");
     search->add_option("--index", *search_folder, "index folder (default: <output>/index)");
+    search->add_option("--ranker", *search_ranker, "dense (the model), bm25, or hybrid (the run's fusion of the two "
+                       "at the weight it chose on validation)")
+        ->check(CLI::IsMember({"dense", "bm25", "hybrid"}));
     search->add_option("query", *search_query, "the query, in quotes")->required();
     hide_prompt_flags(*search);
-    search->callback([app, search, search_options, search_folder, search_query, &exit_code] {
+    search->callback([app, search, search_options, search_folder, search_query, search_ranker, &exit_code] {
         refuse_prompt_flags(*search, "search", "the config of the index's model.safetensors");
         RunConfig config = search_options->resolve();
         std::string folder = search_folder->empty() ? RunFiles(config.output).index : *search_folder;
         NCE_CHECK(fs::is_regular_file(fs::path(folder) / "index.json"),
                   "--index {}: not a complete index folder (no index.json); build one with `nce {} index --output {}`",
                   folder, app.name, config.output);
-        print_search_result(search_passage_index(folder, *search_query, config.top_k));
+        print_search_result(search_passage_index(folder, *search_query, config.top_k, parse_ranker(*search_ranker)));
         exit_code = 0;
     });
 

@@ -117,6 +117,8 @@ def test_retrieval_metrics_and_passage_index_errors(tmp_path):
         nce.retrieval_metrics([[0]], [[]], ks=[1])
     with pytest.raises(ValueError, match=str(tmp_path / "missing")):
         nce.search_passage_index(str(tmp_path / "missing"), "query")
+    with pytest.raises(ValueError, match="unknown ranker 'fancy'; use dense, bm25 or hybrid"):
+        nce.search_passage_index(str(tmp_path / "missing"), "query", ranker="fancy")
 
 
 def test_a_tiny_retriever_trains_and_is_scored_beside_bm25(tokenizer):
