@@ -83,5 +83,13 @@ expect_one_line_error "no index.json\\); build one with .nce train index --outpu
 run --help
 expect_exit_zero "nce --help"
 
+# search's help lists search's flags, not the ~50 training settings.
+run train search --help
+if [[ $status -eq 0 ]] && grep -q -- "--ranker" "$stdout" && ! grep -q -- "--learning-rate" "$stdout"; then
+    pass "nce train search --help lists its own flags ($(wc -l <"$stdout") lines)"
+else
+    fail "nce train search --help: exit $status, or the training flags are listed"
+fi
+
 echo "$failures failure(s)"
 [[ $failures -eq 0 ]]

@@ -916,26 +916,33 @@ CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, i
         exit_code = 0;
     });
 
+    // search reads an index folder, not the data: its own few flags, not the training settings.
     CLI::App* search = command->add_subcommand("search", "print the passages of an index nearest to a query");
-    auto search_options = std::make_shared<RunConfigOptions>();  // the data is not read: RunConfig's flags only
-    search_options->add_to(*search, app.defaults);
+    auto search_output = std::make_shared<std::string>(app.defaults.output);
+    auto search_top_k = std::make_shared<int64_t>(app.defaults.top_k);
     auto search_folder = std::make_shared<std::string>();
     auto search_query = std::make_shared<std::string>();
     auto search_ranker = std::make_shared<std::string>("dense");
+    auto search_prompts = std::make_shared<std::pair<std::string, std::string>>();
+    search->add_option("--output", *search_output, "the run's folder, whose index/ is searched")->capture_default_str();
     search->add_option("--index", *search_folder, "index folder (default: <output>/index)");
+    search->add_option("--top-k", *search_top_k, "results to print")->capture_default_str()->check(CLI::Range(1, 10000));
     search->add_option("--ranker", *search_ranker, "dense (the model), bm25, or hybrid (the run's fusion of the two "
                        "at the weight it chose on validation)")
+        ->capture_default_str()
         ->check(CLI::IsMember({"dense", "bm25", "hybrid"}));
+    search->add_option("--query-prompt", search_prompts->first);  // refused below: the index's model has its own
+    search->add_option("--passage-prompt", search_prompts->second);
     search->add_option("query", *search_query, "the query, in quotes")->required();
     hide_prompt_flags(*search);
-    search->callback([app, search, search_options, search_folder, search_query, search_ranker, &exit_code] {
+    search->callback([app, search, search_output, search_top_k, search_folder, search_query, search_ranker,
+                      &exit_code] {
         refuse_prompt_flags(*search, "search", "the config of the index's model.safetensors");
-        RunConfig config = search_options->resolve();
-        std::string folder = search_folder->empty() ? RunFiles(config.output).index : *search_folder;
+        std::string folder = search_folder->empty() ? RunFiles(*search_output).index : *search_folder;
         NCE_CHECK(fs::is_regular_file(fs::path(folder) / "index.json"),
                   "--index {}: not a complete index folder (no index.json); build one with `nce {} index --output {}`",
-                  folder, app.name, config.output);
-        print_search_result(search_passage_index(folder, *search_query, config.top_k, parse_ranker(*search_ranker)));
+                  folder, app.name, *search_output);
+        print_search_result(search_passage_index(folder, *search_query, *search_top_k, parse_ranker(*search_ranker)));
         exit_code = 0;
     });
 
