@@ -343,6 +343,31 @@ void print_tokenizer(const data::Tokenizer& tokenizer, const RunConfig& config, 
                    : "");
 }
 
+// --max-steps, when the user gives it, bounds the corpus-sized pretraining too: a short run is short.
+int64_t pretraining_step_limit(const RetrievalApp& app, const RunConfig& config) {
+    return config.max_steps != app.defaults.max_steps ? config.max_steps : std::numeric_limits<int64_t>::max();
+}
+
+// The run's phases and their steps, printed before the first one starts (the progress lines
+// then give each phase's ETA): pretraining's count is the one pretrain_text_encoder will take.
+void print_plan(const RetrievalApp& app, const RunConfig& config, const data::Tokenizer& tokenizer,
+                const data::RetrievalDataset& dataset, const nn::EmbeddingModel& model, bool pretraining) {
+    std::string phases;
+    if (pretraining) {
+        int64_t window = passage_window(tokenizer, model.config().passage_prompt, config.max_passage_length,
+                                        app.chunk_overlap);
+        int64_t windows =
+            static_cast<int64_t>(chunk_passages(dataset.passages, tokenizer, window, app.chunk_overlap).size());
+        phases = fmt::format("corpus pretraining, {} steps of {} pseudo-queries; then ",
+                             pretraining_steps(config, windows, pretraining_step_limit(app, config)),
+                             config.pretrain_batch_size);
+    }
+    fmt::print("plan: {}training, {} steps of {} rows{}; a progress line gives each phase's ETA\n", phases,
+               config.max_steps, config.batch_size,
+               config.evaluate_every > 0 ? fmt::format(", validation every {} steps", config.evaluate_every) : "");
+    std::fflush(stdout);
+}
+
 // Corpus pretraining of `model` (pretraining.h) over every passage of the data set; saves
 // pretrained.safetensors. Prints what it did.
 PretrainingReport pretrain_and_save(const RetrievalApp& app, const RunConfig& config, const RunFiles& files,
@@ -351,11 +376,9 @@ PretrainingReport pretrain_and_save(const RetrievalApp& app, const RunConfig& co
     fmt::print("pretraining on the corpus ({} passages): imitating BM25 ({}) on pseudo-queries\n",
                dataset.passages.size(), lexical_tokens_name(app.bm25_variants.back()));
     std::fflush(stdout);
-    // --max-steps, when the user gives it, bounds the corpus-sized pretraining too: a short run is short.
-    const int64_t most_steps = config.max_steps != app.defaults.max_steps ? config.max_steps
-                                                                         : std::numeric_limits<int64_t>::max();
     PretrainingReport report = pretrain_text_encoder(model, tokenizer, dataset.passages, app.bm25_variants.back(),
-                                                     app.chunk_overlap, config, files.pretrain_log, most_steps);
+                                                     app.chunk_overlap, config, files.pretrain_log,
+                                                     pretraining_step_limit(app, config));
     nn::save_model(files.pretrained, model, {{"pretraining", "imitating BM25 on the corpus"}});
     fmt::print("pretrained {} steps on {} windows in {:.1f} s (last loss {:.4f}); on {} fresh pseudo-queries the source "
                "window is BM25's top 1 for {:.2f} of them and the model's for {:.2f}\n",
@@ -625,9 +648,11 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     if (!config.init.empty()) {
         model = to_run_device(load_init(config, tokenizer.vocab_size()), config);
         fmt::print("starting from {} (no corpus pretraining)\n", config.init);
+        print_plan(app, config, tokenizer, dataset, *model, false);
         facts["init"] = config.init;
     } else {
         model = to_run_device(make_text_encoder(config, tokenizer.vocab_size()), config);
+        print_plan(app, config, tokenizer, dataset, *model, config.pretrain_steps != 0);
         if (config.pretrain_steps != 0) {
             facts["pretraining"] = pretraining_facts(pretrain_and_save(app, config, files, tokenizer, dataset, *model));
             pretrained = to_run_device(load_text_encoder(files.pretrained), config);
