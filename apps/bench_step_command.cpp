@@ -273,8 +273,9 @@ void add_bench_step_command(CLI::App& bench, int& exit_code) {
     CLI::App* command = bench.add_subcommand("step", "Time one training step (encode, loss, backward, AdamW) of a model");
     command->add_option("--model", options->model, "sig_predictor or text_encoder")
         ->check(CLI::IsMember({"sig_predictor", "text_encoder"}));
+    // Bounded, so batch x seq (at most 2^20 x 4096 = 2^32 tokens) never wraps before a buffer is sized.
     command->add_option("--batch", options->batch, "sequences per step (default 64 for sig_predictor, 32 for text_encoder)")
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
     command->add_option("--seq", options->seq, "tokens per sequence (default 64 for sig_predictor, 32 for text_encoder)")
         ->check(CLI::Range(1, 4096));
     command->add_option("--threads", options->threads, "the engine's threads, for its loops and GEMMs (default NCE_NUM_THREADS)")

@@ -110,6 +110,7 @@ expect_error "--model" --model resnet
 expect_error "use float32 or bfloat16" --model text_encoder --gemm-precision half
 expect_error "at least 2 rows" --model text_encoder --batch 1
 expect_error "--reps" --model text_encoder --reps 0
+expect_error "--batch" --model text_encoder --batch 2305843009213693952  # batch x seq would wrap
 
 echo "$failures failed"
 [[ $failures -eq 0 ]]
