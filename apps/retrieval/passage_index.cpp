@@ -210,17 +210,17 @@ SearchResult search_passage_index(const std::string& index_dir, const std::strin
               "--index {}: index.faiss holds {} vectors but chunks.jsonl {} lines; rebuild the index", index_dir,
               index.size(), chunks.size());
     NCE_CHECK(!query.empty(), "search: the query is empty; give the question in quotes");
-    TruncationCount count;
-    // An index built with --truncate-dim holds the embeddings' first numbers; the query matches.
-    int64_t truncate_dim = facts.value("truncate_dim", int64_t{0});
-    // The query as the indexed model reads queries: its own query prompt in front.
-    Tensor embedding = truncate_embeddings(
-        encode_texts(*model, tokenizer, with_prompt(model->config().query_prompt, {query}), max_query_length, 1, &count),
-        truncate_dim);
+    TruncationCount count;  // the model's reading of the query; BM25 reads it whole
     // The hybrid fuses each ranker's candidates: as deep as the apps' evaluation reads them.
     const int64_t depth = std::min<int64_t>(ranker == Ranker::Hybrid ? std::max<int64_t>(k, 100) : k, index.size());
     RankedLists dense;
     if (ranker != Ranker::Bm25) {
+        // The query as the indexed model reads queries: its own query prompt in front. An index
+        // built with --truncate-dim holds the embeddings' first numbers; the query matches.
+        Tensor embedding = truncate_embeddings(encode_texts(*model, tokenizer,
+                                                            with_prompt(model->config().query_prompt, {query}),
+                                                            max_query_length, 1, &count),
+                                               facts.value("truncate_dim", int64_t{0}));
         eval::TopK top = index.search(embedding, depth);
         std::vector<int64_t> ids = top.indices.to_indices();
         std::vector<double> scores = top.scores.to_vector();
@@ -245,7 +245,7 @@ SearchResult search_passage_index(const std::string& index_dir, const std::strin
         ranked = ranker == Ranker::Bm25 ? lexical : fuse_rankings(lexical, dense, facts.at("dense_weight").get<double>());
     }
     SearchResult result;
-    result.query_truncated = ranker != Ranker::Bm25 && count.truncated > 0;
+    result.query_truncated = count.truncated > 0;
     for (size_t i = 0; i < ranked.passages[0].size() && static_cast<int64_t>(i) < k; ++i) {
         const nlohmann::json& chunk = chunks[static_cast<size_t>(ranked.passages[0][i])];
         result.hits.push_back({ranked.scores[0][i], chunk.value("passage_id", ""), chunk.value("group", ""),
