@@ -960,8 +960,10 @@ CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, i
     search->add_option("--passage-prompt", search_prompts->second);
     search->add_option("query", *search_query, "the query, in quotes")->required();
     hide_prompt_flags(*search);
+    // search_prompts rides in the callback so that CLI11, which writes a given flag into it, never
+    // writes into freed memory once this function returns.
     search->callback([app, search, search_output, search_top_k, search_folder, search_query, search_ranker,
-                      &exit_code] {
+                      search_prompts, &exit_code] {
         refuse_prompt_flags(*search, "search", "the config of the index's model.safetensors");
         std::string folder = search_folder->empty() ? RunFiles(*search_output).index : *search_folder;
         NCE_CHECK(fs::is_regular_file(fs::path(folder) / "index.json"),
