@@ -100,6 +100,18 @@ nlohmann::json split_sizes(const data::DatasetSplits& splits) {
     return {{"train", sizes(splits.train)}, {"validation", sizes(splits.validation)}, {"test", sizes(splits.test)}};
 }
 
+// split.json: which queries (by the data's own ids) each split holds, so that another tool can
+// train and test on exactly the run's split (benchmarks/peer/finetune_peer.sh does).
+void write_split_ids(const std::string& path, const data::DatasetSplits& splits) {
+    auto ids = [](const data::RetrievalDataset& d) {
+        nlohmann::json list = nlohmann::json::array();
+        for (const data::Query& query : d.queries) list.push_back(query.id);
+        return list;
+    };
+    nlohmann::json json = {{"train", ids(splits.train)}, {"validation", ids(splits.validation)}, {"test", ids(splits.test)}};
+    write_text_file_atomically(path, json.dump() + "\n");
+}
+
 void print_truncation(const char* what, const TruncationCount& count, int64_t max_length) {
     if (count.truncated > 0)
         fmt::print("{} of {} {} were longer than {} tokens and were truncated\n", count.truncated, count.texts, what,
@@ -625,6 +637,7 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     // allows, an --init of another size, a corpus too small to pretrain on) removes the
     // folder again (new_folder). The run's config.json is written once the tokenizer exists.
     create_output_folder(config.output);
+    write_split_ids(files.split, splits);
     data::Tokenizer tokenizer = sized_run_tokenizer(app, config, splits, files);
     const bool fine_tuning = is_model_folder(config.init);
     if (fine_tuning) {
@@ -686,8 +699,10 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     };
     TrainingReport training = train_text_encoder(*model, tokenizer, train, splits.validation, config, files,
                                                  /*start_is_a_candidate=*/true, validation_score);
-    fmt::print("trained {} steps in {:.1f} s (last loss {:.4f}, best validation MRR@10 {:.3f})\n", training.result.steps,
-               training.seconds, training.result.last_loss, training.result.best_metric.value_or(0.0));
+    fmt::print("trained {} steps in {:.1f} s (last loss {:.4f}, {})\n", training.result.steps, training.seconds,
+               training.result.last_loss,
+               training.result.best_metric ? fmt::format("best validation MRR@10 {:.3f}", *training.result.best_metric)
+                                           : std::string("no validation: the last step's model is kept"));
     if (training.best_step == 0)
         fmt::print("no training step beat the {} model on validation: the model kept is the start, unchanged\n",
                    pretrained ? "pretrained" : "starting");
@@ -785,12 +800,22 @@ RunOutcome run_pretrain(const RetrievalApp& app, const RunConfig& given_config) 
     return outcome;
 }
 
+namespace {
+
+// A model to evaluate: an nce checkpoint file, or a model folder (sentence-transformers or a
+// bare Hugging Face encoder), which reads with its own tokenizer.
+std::unique_ptr<nn::EmbeddingModel> load_evaluated_model(const std::string& path, const RunConfig& config) {
+    return is_model_folder(path) ? load_pretrained_folder(path, config, /*print_notes=*/false) : load_text_encoder(path);
+}
+
+}  // namespace
+
 RunOutcome run_eval(const RetrievalApp& app, const RunConfig& config, const std::string& checkpoint_path,
-                    const PromptOverride& prompts) {
+                    const PromptOverride& prompts, const std::string& versus) {
     auto start = Clock::now();
     RunFiles files(config.output);
     std::string checkpoint = checkpoint_path.empty() ? files.model : checkpoint_path;
-    std::unique_ptr<nn::EmbeddingModel> model = to_run_device(load_text_encoder(checkpoint), config);
+    std::unique_ptr<nn::EmbeddingModel> model = to_run_device(load_evaluated_model(checkpoint, config), config);
     {
         const nn::ModelConfig& saved = model->config();
         std::string query_prompt = prompts.query_prompt.value_or(saved.query_prompt);
@@ -801,14 +826,29 @@ RunOutcome run_eval(const RetrievalApp& app, const RunConfig& config, const std:
                        query_prompt, passage_prompt);
         model = with_model_prompts(std::move(model), query_prompt, passage_prompt);
     }
-    data::Tokenizer tokenizer = tokenizer_for(checkpoint, files);
+    data::Tokenizer tokenizer =
+        is_model_folder(checkpoint) ? data::Tokenizer::load(checkpoint) : tokenizer_for(checkpoint, files);
     check_tokenizer_matches(tokenizer, *model, checkpoint);
+    // --versus: a second model, scored on the same queries with the same tokenizer (two
+    // fine-tunings of one pretrained model share it), and the paired test of the two.
+    std::unique_ptr<nn::EmbeddingModel> other;
+    if (!versus.empty()) {
+        other = to_run_device(load_evaluated_model(versus, config), config);
+        NCE_CHECK(other->config().vocab_size == model->config().vocab_size,
+                  "--versus {}: its vocabulary ({}) is not that of {} ({}); compare two models that read with one "
+                  "tokenizer (two fine-tunings of one pretrained model)",
+                  versus, other->config().vocab_size, checkpoint, model->config().vocab_size);
+    }
     RunConfig fitted = fitted_to(config, *model);
     data::RetrievalDataset dataset = load_checked(app, fitted);
     data::DatasetSplits splits = split_for_app(app, dataset, fitted);
     create_output_folder(config.output);
+    // The first row: the pretrained model the run fine-tuned, as it came; else a fresh one.
+    const bool fine_tuned = is_model_folder(fitted.init);
     Generator generator(config.seed);
-    std::unique_ptr<nn::EmbeddingModel> untrained = to_run_device(nn::make_model(model->config(), generator), config);
+    std::unique_ptr<nn::EmbeddingModel> untrained =
+        to_run_device(fine_tuned ? load_pretrained_folder(fitted.init, fitted, /*print_notes=*/false)
+                                 : nn::make_model(model->config(), generator), config);
     // The run's pretrained model, when the checkpoint's folder holds one, gets its row as in train.
     fs::path pretrained_path = fs::path(checkpoint).parent_path() / "pretrained.safetensors";
     std::unique_ptr<nn::EmbeddingModel> pretrained;
@@ -819,12 +859,34 @@ RunOutcome run_eval(const RetrievalApp& app, const RunConfig& config, const std:
                   "{}: it does not match {} beside it (another run's file?); move it away", pretrained_path.string(),
                   checkpoint);
     }
-    RunOutcome outcome = evaluate_on_split(app, fitted, tokenizer, untrained.get(), "untrained model", *model,
-                                           "trained model",
+    const std::string model_row = fine_tuned ? "pretrained, fine-tuned" : "trained model";
+    RunOutcome outcome = evaluate_on_split(app, fitted, tokenizer, untrained.get(),
+                                           fine_tuned ? "pretrained, zero-shot" : "untrained model", *model, model_row,
                                            splits.validation, splits.test, pretrained.get());
+    nlohmann::json facts = {{"split", split_sizes(splits)}, {"checkpoint", checkpoint}, {"prompts", prompts_fact(*model)}};
+    std::string versus_line;
+    if (other) {
+        const std::string other_row = "versus " + versus;
+        RunOutcome other_outcome = evaluate_on_split(app, fitted, tokenizer, nullptr, "", *other, other_row,
+                                                     splits.validation, splits.test);
+        outcome.table.rows.push_back(other_outcome.table.row(other_row));  // marked against the same BM25
+        const std::string& metric = app.tested_metric;
+        eval::PairedBootstrapTest test =
+            eval::paired_bootstrap_test(per_query_values(outcome.table, model_row, metric),
+                                        per_query_values(outcome.table, other_row, metric), outcome.table.bootstrap);
+        versus_line = fmt::format(
+            "{} minus {} on {}: {:+.3f} [{:+.3f}, {:+.3f}] {} (paired bootstrap over the test queries; {})\n",
+            model_row, other_row, metric, test.difference, test.low, test.high,
+            significance_mark(test, kSignificanceLevel, outcome.table.bootstrap.resamples),
+            test.significant(kSignificanceLevel) ? (test.difference > 0 ? "above it beyond the noise"
+                                                                         : "below it beyond the noise")
+                                                 : "no difference the test queries can show");
+        facts["versus"] = {{"model", versus}, {"row", other_row}, {"metric", metric},
+                           {"test", paired_test_to_json(test, kSignificanceLevel)}};
+    }
     outcome.seconds = seconds_since(start);
-    report(app, fitted, files, outcome,
-           {{"split", split_sizes(splits)}, {"checkpoint", checkpoint}, {"prompts", prompts_fact(*model)}}, false);
+    report(app, fitted, files, outcome, facts, false);
+    fmt::print("{}", versus_line);
     return outcome;
 }
 
@@ -906,10 +968,14 @@ CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, i
     CLI::App* evaluate = command->add_subcommand("eval", "evaluate a trained model on the test split beside BM25 and the hybrid");
     Resolver eval_options = add_options(*evaluate);
     auto eval_checkpoint = std::make_shared<std::string>();
-    evaluate->add_option("--checkpoint", *eval_checkpoint, "model checkpoint (default: <output>/model.safetensors)");
-    evaluate->callback([app, evaluate, eval_options, eval_checkpoint, &exit_code] {
+    auto eval_versus = std::make_shared<std::string>();
+    evaluate->add_option("--checkpoint", *eval_checkpoint, "model checkpoint, or a sentence-transformers or Hugging "
+                         "Face model folder (default: <output>/model.safetensors)");
+    evaluate->add_option("--versus", *eval_versus, "a second model (checkpoint or folder, the same tokenizer) scored "
+                         "beside it on the same queries, with the paired test of the two");
+    evaluate->callback([app, evaluate, eval_options, eval_checkpoint, eval_versus, &exit_code] {
         RunConfig config = eval_options(true, false, *eval_checkpoint);
-        run_eval(app, config, *eval_checkpoint, prompts_given(*evaluate, config));
+        run_eval(app, config, *eval_checkpoint, prompts_given(*evaluate, config), *eval_versus);
         exit_code = 0;
     });
 

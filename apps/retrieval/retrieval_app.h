@@ -122,12 +122,14 @@ struct PromptOverride {
     std::optional<std::string> passage_prompt;
 };
 
-// The `eval` run: the table for the model in `checkpoint_path` (its tokenizer is the
-// tokenizer.model beside it, or the run's), written to results.json and metrics.svg. The
-// model reads with the prompts it was saved with, unless `prompts` sets others (the run
-// then says so).
+// The `eval` run: the table for the model in `checkpoint_path` (a checkpoint, whose tokenizer
+// is the one beside it or the run's, or a model folder with its own), written to results.json
+// and metrics.svg. The model reads with the prompts it was saved with, unless `prompts` sets
+// others (the run then says so). With `versus` (a second checkpoint or folder of the same
+// vocabulary) that model gets a row too, and the paired test of the first minus it is printed
+// and kept in results.json ("versus").
 RunOutcome run_eval(const RetrievalApp& app, const RunConfig& config, const std::string& checkpoint_path,
-                    const PromptOverride& prompts = {});
+                    const PromptOverride& prompts = {}, const std::string& versus = {});
 
 // The table's rows for one split: the start (when `untrained` is given: a fresh model, or a
 // pretrained one as it came, named by `untrained_row`), BM25 variants, the model, and the

@@ -463,6 +463,7 @@ RunFiles::RunFiles(const std::string& output_folder)
       last_checkpoint((fs::path(output_folder) / "training_last.safetensors").string()),
       log((fs::path(output_folder) / "train_log.jsonl").string()),
       results((fs::path(output_folder) / "results.json").string()),
+      split((fs::path(output_folder) / "split.json").string()),
       curves_svg((fs::path(output_folder) / "training_curves.svg").string()),
       metrics_svg((fs::path(output_folder) / "metrics.svg").string()),
       index((fs::path(output_folder) / "index").string()),

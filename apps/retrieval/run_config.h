@@ -192,6 +192,7 @@ struct RunFiles {
     std::string last_checkpoint;  // training_last.safetensors
     std::string log;              // train_log.jsonl: the trainer's JSON-lines log
     std::string results;          // results.json: the metric table and the run's facts
+    std::string split;            // split.json: the query ids of each split (train, validation, test)
     std::string curves_svg;       // training_curves.svg
     std::string metrics_svg;      // metrics.svg: the metric table as grouped bars
     std::string index;            // index/: the FAISS passage index (see passage_index.h)
