@@ -48,11 +48,15 @@ Tensor tensor_from_python(py::handle object) {
     py::array array = py::array::ensure(object);
     if (!array) throw py::type_error("nce: expected an array-like value, got " +
                                      std::string(py::str(py::type::of(object)).cast<std::string>()));
-    char kind = array.dtype().kind();
-    if (kind == 'f' && array.itemsize() == 4) return copy_into_tensor<float>(array, Dtype::Float32);
-    if (kind == 'f' && array.itemsize() == 8) return copy_into_tensor<double>(array, Dtype::Float64);
+    // The dtype's kind and size through its Python attributes: pybind11 2.10 reads them from
+    // NumPy 1's struct layout, which NumPy 2 changed (its itemsize then reads as another field).
+    py::object dtype = array.attr("dtype");
+    char kind = dtype.attr("kind").cast<std::string>().at(0);
+    auto itemsize = dtype.attr("itemsize").cast<int64_t>();
+    if (kind == 'f' && itemsize == 4) return copy_into_tensor<float>(array, Dtype::Float32);
+    if (kind == 'f' && itemsize == 8) return copy_into_tensor<double>(array, Dtype::Float64);
     if (kind == 'i' || kind == 'u' || kind == 'b') return copy_into_tensor<int64_t>(array, Dtype::Int64);
-    throw py::type_error("nce: NumPy dtype " + py::str(array.dtype()).cast<std::string>() +
+    throw py::type_error("nce: NumPy dtype " + py::str(dtype).cast<std::string>() +
                          " is not supported; use float32, float64 or int64 (integers and booleans become int64)");
 }
 
