@@ -50,10 +50,12 @@ void bind_tensor(py::module_& module) {
         .def_property_readonly("numel", &Tensor::numel)
         .def("numpy", [](const Tensor& t) { return tensor_to_numpy(t); },
              "The values as a read-only NumPy array sharing this tensor's storage (no copy)")
-        .def("__array__", [](const Tensor& t, py::object dtype) {
+        // NumPy 2 passes copy=: True asks for an array of its own (astype makes one too).
+        .def("__array__", [](const Tensor& t, py::object dtype, py::object copy) {
                  py::object array = tensor_to_numpy(t);
-                 return dtype.is_none() ? array : array.attr("astype")(dtype);
-             }, py::arg("dtype") = py::none())
+                 if (!dtype.is_none()) return array.attr("astype")(dtype);
+                 return !copy.is_none() && copy.cast<bool>() ? array.attr("copy")() : array;
+             }, py::arg("dtype") = py::none(), py::kw_only(), py::arg("copy") = py::none())
         .def("item", &Tensor::item)
         .def("tolist", [](const Tensor& t) { return tensor_to_numpy(t).attr("tolist")(); })
         .def("to", [](const Tensor& t, py::handle dtype) { return t.to(dtype_from_python(dtype)); }, py::arg("dtype"))

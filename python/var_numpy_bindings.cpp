@@ -103,10 +103,11 @@ void bind_var_numpy_protocol(py::class_<Var>& var_class) {
             refuse(fmt::format("numpy.{}", function.attr("__name__").cast<std::string>()));
         return function(*without_vars(args), **without_vars(kwargs));
     });
-    var_class.def("__array__", [](const Var& v, py::object dtype, py::kwargs) {
+    var_class.def("__array__", [](const Var& v, py::object dtype, py::object copy) {
         py::object array = tensor_to_numpy(v.value());
-        return dtype.is_none() ? array : array.attr("astype")(dtype);
-    }, py::arg("dtype") = py::none());
+        if (!dtype.is_none()) return array.attr("astype")(dtype);
+        return !copy.is_none() && copy.cast<bool>() ? array.attr("copy")() : array;
+    }, py::arg("dtype") = py::none(), py::kw_only(), py::arg("copy") = py::none());
 }
 
 }  // namespace nce::python

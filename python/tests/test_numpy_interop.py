@@ -153,3 +153,33 @@ def test_float32_var_keeps_its_dtype_with_numpy_scalars():
     v = nce.Var(X.astype(np.float32), requires_grad=True)
     out = np.float64(2.0) * v + np.float32(1.0)
     assert isinstance(out, nce.Var) and out.dtype == "float32"
+
+
+def numpy_2_folder():
+    """The Python peers' folder (scripts/python_peers.sh), which holds a NumPy 2, when installed."""
+    cache = os.environ.get("NCE_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "nce")
+    folder = os.path.join(cache, "python", "sentence-transformers")
+    return folder if os.path.isdir(os.path.join(folder, "numpy")) else None
+
+
+def test_numpy_2_arrays_are_taken():
+    """The module reads an array's dtype through Python, so NumPy 2's changed struct is no matter:
+    float64, float32 and int64 arrays in, the gradient out, under the peers' NumPy 2."""
+    folder = numpy_2_folder()
+    if folder is None:
+        pytest.skip("no NumPy 2 here (bash scripts/python_peers.sh sentence-transformers installs one)")
+    program = (
+        "import numpy as np, nce, json\n"
+        "assert int(np.__version__.split('.')[0]) >= 2, np.__version__\n"
+        "v = nce.Var(np.array([1.0, 2.0, 3.0]), requires_grad=True)\n"
+        "nce.sum(v * v + np.float64(2) * v).backward()\n"
+        "f = nce.Var(np.ones(2, dtype=np.float32)).numpy().dtype.name\n"
+        "i = nce.Var(np.arange(3)).numpy().dtype.name\n"
+        "print(json.dumps({'grad': np.asarray(v.grad).tolist(), 'float32': f, 'int64': i, 'numpy': np.__version__}))\n")
+    path = os.pathsep.join([os.path.dirname(os.path.abspath(nce.__file__)), folder])
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": path}, timeout=120)
+    assert done.returncode == 0, done.stderr.strip().splitlines()[-1:]
+    result = json.loads(done.stdout)
+    assert result["grad"] == [4.0, 6.0, 8.0] and result["float32"] == "float32" and result["int64"] == "int64"
