@@ -105,6 +105,30 @@ run stackexchange pretrain --config "$scratch/site.json" --init "$scratch/run/mo
     --output "$scratch/bad_pretrain"
 expect_one_line_error "is no pretrained model folder" "$scratch/bad_pretrain" "pretrain --init a checkpoint file"
 
+# ---- compare --init FOLDER: every loss fine-tunes the pretrained model (2 losses, 2 steps) ----
+echo '{"max_steps": 2, "batch_size": 8, "app": {"questions": 60, "losses": ["infonce", "triplet"]}}' \
+    >"$scratch/compare.json"
+run stackexchange compare --config "$scratch/compare.json" --init "$model" --output "$scratch/compare"
+expect_exit_zero "stackexchange compare --init FOLDER"
+expect_in "$stdout" "every loss fine-tunes $model: .*learning rate 2e-5" "compare --init prints the fine-tuning defaults"
+expect_in "$stdout" "^pretrained, zero-shot " "the comparison's first row is the zero-shot model"
+expect_in "$stdout" "against the pretrained model, zero-shot: mrr@10" "the best loss is tested against the zero-shot model"
+expect_in "$scratch/compare/compare/config.json" '"learning_rate": 2e-0?5' "compare's config.json records the learning rate"
+
+# ---- eval --versus: two fine-tunings of one model in one table, with their paired test ----
+run train eval --train "$scratch/train.jsonl" --output "$scratch/versus" --checkpoint "$scratch/run/model.safetensors" \
+    --versus "$scratch/epoch/sentence-transformers"
+expect_exit_zero "train eval --versus a second fine-tuned folder"
+expect_in "$stdout" "^versus $scratch/epoch/sentence-transformers " "the second model has its row"
+expect_in "$stdout" "^pretrained, fine-tuned minus versus $scratch/epoch/sentence-transformers on mrr@10: " \
+    "the paired test of the two is printed"
+expect_in "$scratch/versus/results.json" '"versus"' "results.json keeps the paired test"
+run train --train "$scratch/train.jsonl" --no-pretrain --max-steps 1 --batch-size 8 --output "$scratch/scratch"
+expect_exit_zero "a model trained from scratch, to compare with"
+run train eval --train "$scratch/train.jsonl" --output "$scratch/versus_bad" --checkpoint "$scratch/run/model.safetensors" \
+    --versus "$scratch/scratch/model.safetensors"
+expect_one_line_error "--versus" "$scratch/versus_bad/results.json" "--versus a model of another vocabulary"
+
 if [[ $failures -gt 0 ]]; then
     echo "$failures check(s) failed"
     exit 1

@@ -135,7 +135,7 @@ run stackexchange compare --config "$scratch/bad_loss.json" --output "$scratch/o
 expect_one_line_error "unknown loss 'no_such_loss'" "$scratch/out_bad_loss" "an unknown loss in the comparison"
 
 run stackexchange compare --config "$scratch/tiny.json" --output "$scratch/out_compare_init" --init "$scratch/run/model.safetensors"
-expect_one_line_error "compare: --init does not apply" "$scratch/out_compare_init" "compare with --init"
+expect_one_line_error "is no pretrained model folder" "$scratch/out_compare_init" "compare with --init of a checkpoint file"
 
 if [[ $failures -ne 0 ]]; then
     echo "$failures failed"

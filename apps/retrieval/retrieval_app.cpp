@@ -314,6 +314,8 @@ data::Tokenizer run_tokenizer(const RetrievalApp& app, const RunConfig& config,
     return train_run_tokenizer(training_texts, config, config.output, reads_identifier_words(app, config));
 }
 
+}  // namespace
+
 // run_tokenizer, with the vocabulary and the lengths sized to the data where the config leaves
 // them at -1 (data_sizes.h): the vocabulary before the tokenizer is trained, the lengths after.
 data::Tokenizer sized_run_tokenizer(const RetrievalApp& app, RunConfig& config, const data::DatasetSplits& splits,
@@ -332,6 +334,8 @@ data::Tokenizer sized_run_tokenizer(const RetrievalApp& app, RunConfig& config, 
     }
     return tokenizer;
 }
+
+namespace {
 
 // The facts of results.json every run starts with: the split's sizes and the tokenizer's.
 nlohmann::json split_and_tokenizer_facts(const data::DatasetSplits& splits, const data::Tokenizer& tokenizer) {
@@ -583,8 +587,6 @@ RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, c
                                                       app.tested_metric, kSignificanceLevel, bootstrap);
     return outcome;
 }
-
-constexpr double kFineTuningLearningRate = 2e-5;
 
 // A pretrained model wants a short run at a small learning rate with warmup; a setting still
 // at its from-scratch default takes the fine-tuning one, as sentence-transformers' own

@@ -74,8 +74,12 @@ const char* const kTestedMetric = "mrr@10";
 ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const retrieval::RunConfig& given_config) {
     retrieval::RunConfig config = given_config;
     auto start = std::chrono::steady_clock::now();
-    NCE_CHECK(config.init.empty(), "compare: --init does not apply (every loss starts from the same fresh or "
-              "pretrained model); drop it, or use `train --init`");
+    // --init FOLDER: every loss fine-tunes the same pretrained model (its tokenizer, the
+    // fine-tuning defaults, no corpus pretraining); the zero-shot model is the first row.
+    const bool fine_tuning = retrieval::is_model_folder(config.init);
+    NCE_CHECK(config.init.empty() || fine_tuning, "compare: --init {} is no pretrained model folder (modules.json or "
+              "config.json with model.safetensors); every loss starts from such a folder or from a fresh model",
+              config.init);
     StackExchangeSettings settings = read_settings(config);
     std::string compare_dir = (fs::path(config.output) / "compare").string();
 
@@ -86,12 +90,19 @@ ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const 
                splits.train.queries.size(), splits.validation.queries.size(), splits.test.queries.size(),
                splits.train.passages.size(), splits.validation.passages.size(), splits.test.passages.size());
     retrieval::create_output_folder(compare_dir);
-    std::vector<std::string> train_queries = query_texts(splits.train), train_passages = passage_texts(splits.train);
-    std::vector<std::string> tokenizer_texts = train_queries;
-    tokenizer_texts.insert(tokenizer_texts.end(), train_passages.begin(), train_passages.end());
-    retrieval::size_vocabulary(config, tokenizer_texts);  // where left at -1 (retrieval/data_sizes.h)
-    data::Tokenizer tokenizer = retrieval::train_run_tokenizer(tokenizer_texts, config, compare_dir, app.identifier_words);
-    retrieval::size_lengths(config, tokenizer, train_queries, train_passages);
+    retrieval::RunConfig sizing = config;
+    sizing.output = compare_dir;
+    data::Tokenizer tokenizer =
+        retrieval::sized_run_tokenizer(app, sizing, splits, retrieval::RunFiles(compare_dir));
+    config.vocab_size = sizing.vocab_size;
+    config.max_query_length = sizing.max_query_length;
+    config.max_passage_length = sizing.max_passage_length;
+    if (fine_tuning) {
+        std::string settings_changed = retrieval::use_fine_tuning_defaults(
+            config, app.defaults, static_cast<int64_t>(splits.train.queries.size()));
+        config.pretrain_steps = 0;
+        fmt::print("every loss fine-tunes {}: {}; no corpus pretraining\n", config.init, settings_changed);
+    }
     retrieval::write_run_config((fs::path(compare_dir) / "config.json").string(), config);
 
     // 2. The views of the test split, BM25 on both splits, the tables.
@@ -117,10 +128,15 @@ ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const 
 
     // 3. The untrained model and BM25.
     retrieval::TruncationCount test_queries, test_passages;
+    auto start_model = [&]() {  // where every loss starts: the pretrained folder, or a fresh model
+        return fine_tuning ? retrieval::load_pretrained_folder(config.init, config, /*print_notes=*/false)
+                           : retrieval::make_text_encoder(config, tokenizer.vocab_size());
+    };
     {
-        auto untrained = retrieval::make_text_encoder(config, tokenizer.vocab_size());
+        auto untrained = start_model();
         SplitEmbeddings test = embed_split(*untrained, tokenizer, splits.test, config, &test_queries, &test_passages);
-        add_rows(tables, "untrained model", dense_score_matrix(test.queries, test.passages), views);
+        add_rows(tables, fine_tuning ? "pretrained, zero-shot" : "untrained model",
+                 dense_score_matrix(test.queries, test.passages), views);
     }
     add_rows(tables, "BM25 (whitespace)", lexical, views);
 
@@ -159,8 +175,7 @@ ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const 
         retrieval::RunFiles files(loss_config.output);
         retrieval::create_output_folder(files.output);
         fmt::print("\n[{}] training {} steps\n", loss, loss_config.max_steps);
-        auto model = pretrained ? retrieval::load_text_encoder(pretrained_path)
-                                : retrieval::make_text_encoder(loss_config, tokenizer.vocab_size());
+        auto model = pretrained ? retrieval::load_text_encoder(pretrained_path) : start_model();
         // Each loss keeps its best trained parameters, never the shared start: the start has
         // its own row (the pretrained model), and a loss that only loses to it shows it.
         retrieval::TrainingReport report = retrieval::train_text_encoder(

@@ -46,9 +46,11 @@ SignificanceAgainstBest mark_losses_against_best(retrieval::MetricTable& table, 
     // The best loss against the untrained model, where the table has it: whether training on
     // the pairs moved the model beyond what the choice of test questions explains.
     for (const retrieval::MetricRow& row : table.rows)
-        if (row.name == kUntrainedRow && row.per_query.count(metric) != 0)
+        if ((row.name == kUntrainedRow || row.name == kZeroShotRow) && row.per_query.count(metric) != 0) {
             significance.best_against_untrained =
                 eval::paired_bootstrap_test(best_values, row.per_query.at(metric), bootstrap);
+            significance.start = row.name;
+        }
     return significance;
 }
 
@@ -74,8 +76,9 @@ nlohmann::json significance_to_json(const SignificanceAgainstBest& significance)
 std::string best_against_untrained_line(const std::string& view, const SignificanceAgainstBest& significance) {
     if (!significance.best_against_untrained) return "";
     const eval::PairedBootstrapTest& test = *significance.best_against_untrained;
-    return fmt::format("{} view: {} against the untrained model: {} {:+.3f} [{:+.3f}, {:+.3f}], {}{}\n", view,
-                       significance.best, significance.metric, test.difference, test.low, test.high,
+    return fmt::format("{} view: {} against the {}: {} {:+.3f} [{:+.3f}, {:+.3f}], {}{}\n", view, significance.best,
+                       significance.start == kZeroShotRow ? "pretrained model, zero-shot" : "untrained model",
+                       significance.metric, test.difference, test.low, test.high,
                        significance_mark(test, significance.alpha, significance.bootstrap.resamples),
                        test.significant(significance.alpha) ? " (above it beyond the noise)" : " (no difference)");
 }

@@ -41,11 +41,14 @@ struct SignificanceAgainstBest {
     double alpha = retrieval::kSignificanceLevel;
     eval::BootstrapOptions bootstrap;
     std::vector<LossAgainstBest> others;  // every other loss, in the table's row order
-    // The best loss minus the untrained model (the row kUntrainedRow), when the table has it.
+    // The best loss minus where every loss started (the row kUntrainedRow, or kZeroShotRow
+    // with --init), when the table has it; `start` names that row.
     std::optional<eval::PairedBootstrapTest> best_against_untrained;
+    std::string start;
 };
 
 inline constexpr const char* kUntrainedRow = "untrained model";
+inline constexpr const char* kZeroShotRow = "pretrained, zero-shot";
 
 // Tests the rows of `table` named in `losses` as described above, using each row's per_query
 // values of `metric` (retrieval::score_rankings keeps them), and writes the marks and the mark

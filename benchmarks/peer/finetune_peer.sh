@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Fine-tuning a pretrained encoder, nce against sentence-transformers, side by side in one run:
 #
-#   bash benchmarks/peer/finetune_peer.sh FORMAT DATA [MODEL] [THREADS]
+#   bash benchmarks/peer/finetune_peer.sh FORMAT DATA [MODEL] [THREADS] [NCE TRAIN FLAGS...]
 #
 #   FORMAT DATA  what `nce data pairs` reads: posts Posts.xml (a StackExchange site), python
 #                FOLDER (a Python source tree), korquad, ranked-json or csn FILE
 #   MODEL        a known packaged model (scripts/pretrained.sh; default all-MiniLM-L6-v2) or a
 #                model folder
 #   THREADS      threads of both sides (default 2)
+#   FLAGS        more flags for `nce train` (e.g. --max-steps 30); the peer takes the settings
+#                they change from the run's config.json
 #
 # 1. `nce data pairs` splits the data by group into train.csv and validation.csv (the test set).
 # 2. `nce train --init MODEL --train train.csv --validation validation.csv` fine-tunes with the
@@ -26,8 +28,9 @@
 # $NCE_PEER_OUT (default: a new folder under /tmp, kept, its path printed).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-[[ $# -ge 2 ]] || { sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2; }
+[[ $# -ge 2 ]] || { sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2; }
 format="$1" data="$2" model="${3:-all-MiniLM-L6-v2}" threads="${4:-2}"
+train_flags=("${@:5}")
 nce="${NCE:-$root/build/apps/nce}"
 [[ -x "$nce" ]] || { echo "finetune_peer: no $nce; build it first (ninja -C build apps/nce)" >&2; exit 2; }
 [[ -d "$model" ]] || model="$(bash "$root/scripts/pretrained.sh" "$model")"
@@ -46,7 +49,7 @@ echo "== pairs: $format $data"
 "$nce" data pairs --format "$format" --data "$data" --output "$out/pairs"
 echo "== nce: fine-tuning $model"
 "$nce" train --train "$out/pairs/train.csv" --validation "$out/pairs/validation.csv" --init "$model" \
-    --evaluate-every 0 --output "$out/nce" | grep -E "^(fine-tuning|plan|trained|training a)"
+    --evaluate-every 0 --output "$out/nce" "${train_flags[@]}" | grep -E "^(fine-tuning|plan|trained|training a)"
 echo "== sentence-transformers: fine-tuning $model on the same queries with the same settings"
 peer_json="$(PYTHONPATH="$peers" python3 "$root/benchmarks/peer/finetune_peer.py" --run "$out/nce" \
     --train "$out/pairs/train.csv" --output "$out/sentence-transformers" --threads "$threads" 2>"$out/peer.log")" ||
