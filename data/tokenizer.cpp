@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "data/identifier_words.h"
+#include "data/text_prefix.h"
 #include "data/tokenizer_model_check.h"
 #include "engine/threads.h"
 
@@ -308,12 +309,14 @@ EncodedBatch Tokenizer::encode(const std::vector<std::string>& texts, int64_t ma
     std::vector<std::vector<int64_t>> rows(texts.size());
     int64_t longest = 0;
     for (int64_t b = 0; b < batch; ++b) {
+        // Only the prefix that can hold the kept tokens is read (data/text_prefix.h).
+        const std::string text(prefix_for_tokens(texts[b], max_length));
         if (pretrained_) {
-            rows[b] = pretrained_encoding(*pretrained_, texts[b], max_length);
+            rows[b] = pretrained_encoding(*pretrained_, text, max_length);
             longest = std::max(longest, static_cast<int64_t>(rows[b].size()));
             continue;
         }
-        rows[b] = encode_ids(texts[b]);
+        rows[b] = encode_ids(text);
         NCE_CHECK(!rows[b].empty(),
                   "tokenizer encode: text {} of {} gives no tokens (it is empty or only spaces); drop empty texts "
                   "before encoding",

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -17,6 +18,7 @@
 #include "data/batching.h"
 #include "data/identifier_words.h"
 #include "data/no_duplicates_sampler.h"
+#include "data/text_prefix.h"
 #include "data/tokenizer.h"
 #include "tests/test_helpers.h"
 
@@ -336,6 +338,42 @@ TEST_CASE("tokenizer: ids and mask are right-padded, capped at max_length, and a
     }
     // The long text really is cut: it has more than 3 tokens of its own.
     CHECK(tokenizer.encode_ids(kProbeTexts[0]).size() > 3);
+}
+
+TEST_CASE("text prefix: a huge text is read only as far as its kept tokens, and the ids are the same") {
+    // The bound: whole when short, (max + 2) * kMostBytesPerToken bytes otherwise, whitespace
+    // runs counted once, never inside a UTF-8 character.
+    CHECK(prefix_for_tokens("short text", 4) == "short text");
+    const std::string ascii(12000, 'x');
+    std::string hangul;
+    for (int i = 0; i < 4000; ++i) hangul += "\xea\xb0\x80";  // U+AC00, 3 bytes
+    std::string_view cut = prefix_for_tokens(hangul, 1);
+    CHECK(cut.size() % 3 == 0);
+    CHECK(cut.size() <= static_cast<size_t>(3 * kMostBytesPerToken));
+    CHECK(cut.size() >= static_cast<size_t>(3 * kMostBytesPerToken) - 2);
+    const std::string spaced = std::string(100000, ' ') + "word";
+    CHECK(prefix_for_tokens(spaced, 0) == spaced);  // one run of spaces counts as one byte
+    CHECK(prefix_for_tokens(ascii, std::numeric_limits<int64_t>::max()) == ascii);
+    CHECK(prefix_for_tokens(ascii, 1).size() == static_cast<size_t>(3 * kMostBytesPerToken));
+
+    // The ids a text gives through encode, and its truncation count, equal those of the whole
+    // text, for a text hundreds of times longer than the prefix.
+    TemporaryDirectory directory;
+    Tokenizer tokenizer = Tokenizer::train(generated_sentences(2000, 3), small_vocabulary(TokenizerModelType::Unigram),
+                                           directory.path.string());
+    std::string long_text;
+    for (const std::string& sentence : generated_sentences(8000, 5)) long_text += sentence + "  \n ";
+    REQUIRE(long_text.size() > 200000);
+    for (int64_t max_length : {1, 8, 128, 512}) {
+        CAPTURE(max_length);
+        REQUIRE(prefix_for_tokens(long_text, max_length).size() < long_text.size());
+        std::vector<int64_t> whole = tokenizer.encode_ids(long_text);
+        whole.resize(static_cast<size_t>(max_length));
+        EncodedBatch encoded = tokenizer.encode({long_text}, max_length);
+        CHECK(encoded.ids.to_indices() == whole);
+        CHECK(tokenizer.encode_ids(std::string(prefix_for_tokens(long_text, max_length))).size() >
+              static_cast<size_t>(max_length));  // still counted as truncated
+    }
 }
 
 TEST_CASE("tokenizer: bad input and bad options are one-line errors naming what to change") {

@@ -319,6 +319,27 @@ run train --config "$scratch/tiny.json" --train "$scratch/train.jsonl" --corpus 
     --output "$scratch/out_corpus"
 expect_one_line_error "--corpus .*nothing.txt: no such file" "$scratch/out_corpus" "a missing corpus"
 
+# ---- --output: never over the user's own files; one run at a time per folder ----
+mkdir -p "$scratch/mine" && echo "my notes" >"$scratch/mine/README.md" && echo '{"mine": 1}' >"$scratch/mine/config.json"
+run train --config "$scratch/tiny.json" --train "$scratch/train.jsonl" --no-pretrain --max-steps 2 --output "$scratch/mine"
+expect_one_line_error "--output .*mine: the folder holds files that are not an nce run's \('README.md'" "" \
+    "--output a folder of the user's own files"
+if [[ "$(cat "$scratch/mine/README.md")" == "my notes" && "$(ls -A "$scratch/mine" | wc -l)" -eq 2 ]]; then
+    pass "the user's folder is left as it was"
+else
+    fail "the user's folder was changed: $(ls -A "$scratch/mine")"
+fi
+run train --config "$scratch/tiny.json" --train "$scratch/train.jsonl" --no-pretrain --max-steps 2 --output "$scratch/run"
+expect_exit_zero "train into a previous run's folder"
+if command -v flock >/dev/null; then
+    mkdir -p "$scratch/busy"
+    exec 9>"$scratch/busy/.nce-lock" && flock 9  # this shell holds the folder as a running nce would
+    run train --config "$scratch/tiny.json" --train "$scratch/train.jsonl" --no-pretrain --max-steps 2 --output "$scratch/busy"
+    exec 9>&-
+    expect_one_line_error "another nce run is writing into this folder now" "$scratch/busy/results.json" \
+        "a second run into a folder another run holds"
+fi
+
 if [[ $failures -ne 0 ]]; then
     echo "$failures check(s) failed"
     exit 1

@@ -624,6 +624,7 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     RunConfig config = given_config;
     config.output = output.path();
     auto start = Clock::now();
+    check_output_folder(config.output);  // never into a folder of the user's own files
     RunFiles files(config.output);
     NewFolderGuard new_folder(config.output);
     // Data first: bad data stops the run before it writes anything of its own.
@@ -758,6 +759,7 @@ RunOutcome run_pretrain(const RetrievalApp& app, const RunConfig& given_config) 
     NCE_CHECK(config.pretrain_steps != 0, "pretrain: --no-pretrain or --pretrain-steps 0 leaves nothing to do; give a "
               "step count or -1 (sized to the corpus)");
     auto start = Clock::now();
+    check_output_folder(config.output);
     RunFiles files(config.output);
     NewFolderGuard new_folder(config.output);
     data::RetrievalDataset dataset = load_checked(app, config);
@@ -815,6 +817,7 @@ std::unique_ptr<nn::EmbeddingModel> load_evaluated_model(const std::string& path
 RunOutcome run_eval(const RetrievalApp& app, const RunConfig& config, const std::string& checkpoint_path,
                     const PromptOverride& prompts, const std::string& versus) {
     auto start = Clock::now();
+    check_output_folder(config.output);
     RunFiles files(config.output);
     std::string checkpoint = checkpoint_path.empty() ? files.model : checkpoint_path;
     std::unique_ptr<nn::EmbeddingModel> model = to_run_device(load_evaluated_model(checkpoint, config), config);

@@ -1,6 +1,8 @@
 // Run configuration: defaults <- JSON file <- flags, through one JSON form of RunConfig.
 #include "apps/retrieval/run_config.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -11,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 
 #include "data/batching.h"
 #include "data/tokenizer.h"
@@ -469,11 +472,77 @@ RunFiles::RunFiles(const std::string& output_folder)
       index((fs::path(output_folder) / "index").string()),
       model_card((fs::path(output_folder) / "README.md").string()) {}
 
+namespace {
+
+// A file name as a message shows it: quoted, control bytes escaped (a newline or a terminal
+// escape in a name cannot break the line), cut at 60 bytes.
+std::string quoted_for_message(const std::string& name) {
+    std::string shown;
+    for (size_t i = 0; i < name.size() && i < 60; ++i) {
+        auto byte = static_cast<unsigned char>(name[i]);
+        shown += byte < 0x20 || byte == 0x7f ? fmt::format("\\x{:02x}", byte) : std::string(1, name[i]);
+    }
+    return "'" + shown + (name.size() > 60 ? "...'" : "'");
+}
+
+// A run's config.json: a JSON object with the keys every RunConfig writes.
+bool is_run_config(const fs::path& path) {
+    std::error_code error;
+    if (!fs::is_regular_file(path, error) || fs::file_size(path, error) > (1 << 20)) return false;
+    std::ifstream file(path);
+    nlohmann::json json = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
+    return json.is_object() && json.contains("loss") && json.contains("max_steps") && json.contains("seed");
+}
+
+// The folders this process holds the lock of, each once (flock locks conflict between two
+// opens of one file even in one process); the descriptors stay open until the process ends.
+std::set<std::string>& locked_folders() {
+    static std::set<std::string> folders;
+    return folders;
+}
+
+void lock_output_folder(const std::string& output) {
+    std::error_code error;
+    std::string key = fs::weakly_canonical(output, error).string();
+    if (locked_folders().count(key) != 0) return;
+    std::string lock_path = (fs::path(output) / ".nce-lock").string();
+    int descriptor = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    NCE_CHECK(descriptor >= 0, "--output {}: cannot create its lock file ({}); choose a writable folder", output,
+              std::strerror(errno));
+    if (::flock(descriptor, LOCK_EX | LOCK_NB) != 0) {
+        ::close(descriptor);
+        fail("--output {}: another nce run is writing into this folder now; wait for it to end or give another "
+             "--output", output);
+    }
+    locked_folders().insert(key);  // released by the kernel when the process ends, however it ends
+}
+
+}  // namespace
+
+void check_output_folder(const std::string& output) {
+    std::error_code error;
+    if (!fs::is_directory(output, error)) return;  // new (or a file: create_output_folder says so)
+    fs::path folder(output);
+    if (is_run_config(folder / "config.json") || is_run_config(folder / "compare" / "config.json")) return;
+    std::vector<std::string> names;
+    for (fs::directory_iterator entry(folder, error), end; !error && entry != end; entry.increment(error)) {
+        std::string name = entry->path().filename().string();
+        if (name != ".nce-lock") names.push_back(name);
+    }
+    if (names.empty()) return;
+    std::sort(names.begin(), names.end());
+    std::string shown = quoted_for_message(names.front());
+    for (size_t i = 1; i < std::min<size_t>(names.size(), 3); ++i) shown += ", " + quoted_for_message(names[i]);
+    fail("--output {}: the folder holds files that are not an nce run's ({}{}), which the run would overwrite; give a "
+         "new or empty folder, or a previous run's", output, shown, names.size() > 3 ? ", ..." : "");
+}
+
 void create_output_folder(const std::string& output) {
     std::error_code error;
     fs::create_directories(output, error);
     NCE_CHECK(!error && fs::is_directory(output), "--output {}: cannot create the folder ({}); choose another path",
               output, error ? error.message() : "a file of that name exists");
+    lock_output_folder(output);
 }
 
 void write_text_file_atomically(const std::string& path, const std::string& text) {

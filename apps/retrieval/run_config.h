@@ -199,7 +199,13 @@ struct RunFiles {
     std::string model_card;       // README.md: what the run trained, on what, how well, how to use it
 };
 
-// Creates the output folder (and parents); throws naming it when that fails or it is a file.
+// Refuses an --output that exists and holds files but no nce run (no config.json of a run,
+// nor compare/config.json): a run there would overwrite the user's own README.md or
+// config.json. A new or empty folder, or a previous run's, passes. Writes nothing.
+void check_output_folder(const std::string& output);
+// Creates the output folder (and parents) and takes its lock (.nce-lock, flock: a second run
+// into the same folder at the same time stops with one line; the kernel lets go when the
+// process ends, however it ends); throws naming the folder when that fails or it is a file.
 void create_output_folder(const std::string& output);
 // Writes `text` to `path` through a temporary file beside it and a rename: readers see the
 // old file or the whole new one, never half of one. Throws naming the path.

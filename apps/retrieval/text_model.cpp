@@ -9,6 +9,7 @@
 #include <map>
 
 #include "apps/retrieval/run_device.h"
+#include "data/text_prefix.h"
 #include "engine/error.h"
 #include "nn/checkpoint.h"
 #include "nn/sentence_transformers_folder.h"
@@ -140,7 +141,9 @@ void copy_tokenizer_files(const std::string& folder, const std::string& destinat
 int64_t count_truncated(const data::Tokenizer& tokenizer, const std::vector<std::string>& texts, int64_t max_length) {
     int64_t truncated = 0;
     for (const std::string& text : texts)
-        if (static_cast<int64_t>(tokenizer.encode_ids(text).size()) > max_length) ++truncated;
+        if (static_cast<int64_t>(tokenizer.encode_ids(std::string(data::prefix_for_tokens(text, max_length))).size()) >
+            max_length)
+            ++truncated;
     return truncated;
 }
 
@@ -158,7 +161,7 @@ Tensor encode_texts(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer,
         std::vector<std::string> batch(texts.begin() + static_cast<std::ptrdiff_t>(start),
                                        texts.begin() + static_cast<std::ptrdiff_t>(end));
         for (size_t i = 0; i < batch.size(); ++i) {
-            std::vector<int64_t> ids = tokenizer.encode_ids(batch[i]);
+            std::vector<int64_t> ids = tokenizer.encode_ids(std::string(data::prefix_for_tokens(batch[i], max_length)));
             NCE_CHECK(!ids.empty(), "encode: text {} gives no token (it is empty or only spaces); drop it from the data",
                       start + i);
             if (count) {

@@ -81,6 +81,7 @@ ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const 
               "config.json with model.safetensors); every loss starts from such a folder or from a fresh model",
               config.init);
     StackExchangeSettings settings = read_settings(config);
+    retrieval::check_output_folder(config.output);
     std::string compare_dir = (fs::path(config.output) / "compare").string();
 
     // 1. Data, split, and the one tokenizer every model shares.
