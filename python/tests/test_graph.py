@@ -45,3 +45,28 @@ def test_keep_values_cannot_be_entered_twice():
     with context:
         with pytest.raises(ValueError, match="already entered"):
             context.__enter__()
+
+
+def test_draw_gives_a_graph_jupyter_draws_inline(tmp_path, monkeypatch):
+    """nce.draw: str() is to_dot's text; _repr_svg_ is Graphviz's drawing where `dot` is on PATH,
+    and without it None, so that Jupyter shows _repr_markdown_ (the DOT text) instead."""
+    x = nce.Var(np.ones((2, 3)), requires_grad=True)
+    y = nce.sum(nce.relu(x))
+    graph = nce.draw(y, names={"x": x}, title="relu")
+    assert isinstance(graph, nce.Graph)
+    assert str(graph) == graph.dot == nce.to_dot(y, names={"x": x}, title="relu")
+    assert repr(graph).startswith("<nce.Graph: ")
+    graph.save(str(tmp_path / "g.dot"))
+    assert (tmp_path / "g.dot").read_text() == graph.dot
+    import shutil
+    if shutil.which("dot"):
+        svg = graph._repr_svg_()
+        assert svg is not None and "<svg" in svg and "relu" in svg
+        assert graph._repr_markdown_() is None  # the picture is what Jupyter shows
+        graph.save(str(tmp_path / "g.svg"))
+        assert "<svg" in (tmp_path / "g.svg").read_text()
+    monkeypatch.setenv("PATH", str(tmp_path))  # no Graphviz
+    assert graph._repr_svg_() is None
+    assert "```dot\n" + graph.dot in graph._repr_markdown_()
+    with pytest.raises(ValueError, match="needs Graphviz's dot"):
+        graph.save(str(tmp_path / "h.svg"))
