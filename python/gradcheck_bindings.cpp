@@ -10,7 +10,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "engine/nce.h"
@@ -113,6 +115,42 @@ py::list check_function(const py::function& function, const py::sequence& raw_in
     return rows;
 }
 
+// What nce.gradcheck returns: its rows (a list of dicts: index, iterate, len), with a repr of
+// one line per op (its cases, pass or FAIL, the worst relative error), so that a notebook cell
+// ending in nce.gradcheck("all") shows a short summary under the table, not every row's dict.
+struct GradcheckReport {
+    py::list rows;
+
+    bool passed() const {
+        for (py::handle row : rows)
+            if (!row["passed"].cast<bool>()) return false;
+        return true;
+    }
+
+    std::string summary() const {
+        std::vector<std::string> order;
+        std::map<std::string, std::tuple<int, int, double>> by_op;  // cases, failed, worst relative error
+        for (py::handle row : rows) {
+            std::string op = row["op"].cast<std::string>();
+            if (by_op.count(op) == 0) order.push_back(op);
+            auto& [cases, failed, worst] = by_op[op];
+            ++cases;
+            failed += row["passed"].cast<bool>() ? 0 : 1;
+            worst = std::max(worst, row["max_rel_error"].cast<double>());
+        }
+        int failed_ops = 0;
+        std::string lines;
+        for (const std::string& op : order) {
+            const auto& [cases, failed, worst] = by_op[op];
+            failed_ops += failed > 0 ? 1 : 0;
+            lines += fmt::format("  {:<22} {:>3} case{}  {}  worst rel err {:.1e}\n", op, cases, cases == 1 ? " " : "s",
+                                 failed > 0 ? fmt::format("FAIL ({} of {})", failed, cases) : "pass", worst);
+        }
+        return fmt::format("<nce gradcheck: {} op{}, {} failed; rows[i] for every case's numbers>\n{}", order.size(),
+                           order.size() == 1 ? "" : "s", failed_ops, lines);
+    }
+};
+
 // The registered cases `nce gradcheck NAME` (or --all, name "all") runs, with its messages.
 py::list check_registered(const std::string& name, Dtype dtype, uint64_t seed, bool verbose, bool quiet) {
     CheckRegistry registry;
@@ -147,6 +185,15 @@ py::list check_registered(const std::string& name, Dtype dtype, uint64_t seed, b
 }  // namespace
 
 void bind_gradcheck(py::module_& module) {
+    py::class_<GradcheckReport>(module, "GradcheckReport",
+                                "What nce.gradcheck returns: its rows as a list of dicts (report[i], len, iteration), "
+                                "passed (every case), and a repr of one line per op")
+        .def_property_readonly("passed", &GradcheckReport::passed, "every case passed")
+        .def_property_readonly("rows", [](const GradcheckReport& r) { return r.rows; }, "every case's dict")
+        .def("__len__", [](const GradcheckReport& r) { return r.rows.size(); })
+        .def("__getitem__", [](const GradcheckReport& r, py::object index) { return r.rows[index]; })
+        .def("__iter__", [](const GradcheckReport& r) { return r.rows.attr("__iter__")(); })
+        .def("__repr__", &GradcheckReport::summary);
     module.def(
         "gradcheck",
         [](py::object target, py::object inputs, double eps, py::handle dtype, double tolerance, uint64_t seed,
@@ -156,7 +203,7 @@ void bind_gradcheck(py::module_& module) {
             if (py::isinstance<py::str>(target)) {
                 NCE_CHECK(inputs.is_none(), "gradcheck: a registered op ('{}') brings its own inputs; pass none",
                           target.cast<std::string>());
-                return check_registered(target.cast<std::string>(), check_dtype, seed, verbose, quiet);
+                return GradcheckReport{check_registered(target.cast<std::string>(), check_dtype, seed, verbose, quiet)};
             }
             if (!py::isinstance<py::function>(target))
                 throw py::type_error("gradcheck: the first argument is a function of Vars or a registered op's name");
@@ -168,8 +215,8 @@ void bind_gradcheck(py::module_& module) {
             options.seed = seed;
             options.constant_inputs = std::move(constant_inputs);
             py::function function = target.cast<py::function>();
-            return check_function(function, inputs.cast<py::sequence>(), options, function_name(function, name),
-                                  verbose, quiet);
+            return GradcheckReport{check_function(function, inputs.cast<py::sequence>(), options,
+                                                  function_name(function, name), verbose, quiet)};
         },
         py::arg("fn"), py::arg("inputs") = py::none(), py::kw_only(), py::arg("eps") = 0.0,
         py::arg("dtype") = "float64", py::arg("tolerance") = 0.0, py::arg("seed") = 1,
@@ -178,8 +225,9 @@ void bind_gradcheck(py::module_& module) {
         "gradcheck(fn, inputs, *, eps=0 (1e-6 in float64, 1e-3 in float32), dtype='float64', tolerance=0 (the "
         "engine's default), seed=1, constant_inputs=[], name=None, verbose=False, quiet=False)\n\n"
         "Checks fn's backward (fn: Vars -> Var) against central differences with the engine's checker, prints the "
-        "`nce gradcheck` table and returns its rows as dicts (op, inputs, max_abs_error, max_rel_error, passed, "
-        "tolerance, per_input). fn may instead be a registered op or loss name, or 'all', as `nce gradcheck NAME`.");
+        "`nce gradcheck` table and returns an nce.GradcheckReport: its repr one line per op, report.passed, and "
+        "the rows as dicts (op, inputs, max_abs_error, max_rel_error, passed, tolerance, per_input) by index or "
+        "iteration. fn may instead be a registered op or loss name, or 'all', as `nce gradcheck NAME`.");
 }
 
 }  // namespace nce::python

@@ -64,3 +64,27 @@ def test_wrong_arguments():
         nce.gradcheck("nothing")
     with pytest.raises(TypeError):
         nce.gradcheck(lambda x: x)
+
+
+def test_the_report_is_one_line_per_op_and_still_the_rows():
+    """nce.gradcheck returns a GradcheckReport: its repr one line per op (not every row's dict),
+    .passed over every case, and the rows by index, len and iteration."""
+    x = np.random.default_rng(3).standard_normal((3, 4))
+    good = nce.gradcheck(lambda v: nce.sum(nce.relu(v) * 2.0), [x], name="doubled_relu", quiet=True)
+    assert isinstance(good, nce.GradcheckReport) and good.passed and len(good) == 1
+    assert [row["op"] for row in good] == ["doubled_relu"] and good.rows[0] == good[0]
+    lines = repr(good).splitlines()
+    assert lines[0] == "<nce gradcheck: 1 op, 0 failed; rows[i] for every case's numbers>"
+    assert len(lines) == 2 and "doubled_relu" in lines[1] and " pass " in lines[1] and "array" not in repr(good)
+
+    registered = nce.gradcheck("infonce", quiet=True)
+    assert len(registered) > 1 and len(repr(registered).splitlines()) == 2  # its cases on one line
+    assert f"{len(registered):>3} cases  pass" in repr(registered)
+
+    draws = iter(range(10**6))
+
+    def changing_mask(v):  # a new dropout mask every call: a wrong gradient by construction
+        return nce.sum(nce.dropout(v, 0.5, nce.Generator(next(draws))))
+
+    failing = nce.gradcheck(changing_mask, [np.ones((4, 4))], quiet=True)
+    assert not failing.passed and "FAIL (1 of 1)" in repr(failing)
