@@ -329,8 +329,12 @@ if [[ "$(cat "$scratch/mine/README.md")" == "my notes" && "$(ls -A "$scratch/min
 else
     fail "the user's folder was changed: $(ls -A "$scratch/mine")"
 fi
-run train --config "$scratch/tiny.json" --train "$scratch/train.jsonl" --no-pretrain --max-steps 2 --output "$scratch/run"
+run train --config "$scratch/tiny.json" --train "$scratch/train.jsonl" --no-pretrain --max-steps 2 --output "$scratch/tsv"
 expect_exit_zero "train into a previous run's folder"
+for time in first second; do
+    run train eval --output "$scratch/evals" --checkpoint "$scratch/again/model.safetensors"
+    expect_exit_zero "eval into a folder of its own, the $time time"
+done
 if command -v flock >/dev/null; then
     mkdir -p "$scratch/busy"
     exec 9>"$scratch/busy/.nce-lock" && flock 9  # this shell holds the folder as a running nce would

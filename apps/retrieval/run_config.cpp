@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
 #include <set>
 
@@ -485,13 +486,17 @@ std::string quoted_for_message(const std::string& name) {
     return "'" + shown + (name.size() > 60 ? "...'" : "'");
 }
 
-// A run's config.json: a JSON object with the keys every RunConfig writes.
-bool is_run_config(const fs::path& path) {
+// A JSON object of at most 64 MB at `path` with every one of `keys`: a run's config.json
+// ("loss", "max_steps", "seed") or the results.json an eval writes ("app", "rows", "against_bm25").
+bool is_nce_json(const fs::path& path, std::initializer_list<const char*> keys) {
     std::error_code error;
-    if (!fs::is_regular_file(path, error) || fs::file_size(path, error) > (1 << 20)) return false;
+    if (!fs::is_regular_file(path, error) || fs::file_size(path, error) > (64 << 20)) return false;
     std::ifstream file(path);
     nlohmann::json json = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
-    return json.is_object() && json.contains("loss") && json.contains("max_steps") && json.contains("seed");
+    if (!json.is_object()) return false;
+    for (const char* key : keys)
+        if (!json.contains(key)) return false;
+    return true;
 }
 
 // The folders this process holds the lock of, each once (flock locks conflict between two
@@ -519,11 +524,16 @@ void lock_output_folder(const std::string& output) {
 
 }  // namespace
 
+// (A folder that holds an eval's results.json counts as a run's too: eval into its own folder
+// can be run again.)
 void check_output_folder(const std::string& output) {
     std::error_code error;
     if (!fs::is_directory(output, error)) return;  // new (or a file: create_output_folder says so)
     fs::path folder(output);
-    if (is_run_config(folder / "config.json") || is_run_config(folder / "compare" / "config.json")) return;
+    const auto run_config = {"loss", "max_steps", "seed"};
+    if (is_nce_json(folder / "config.json", run_config) || is_nce_json(folder / "compare" / "config.json", run_config) ||
+        is_nce_json(folder / "results.json", {"app", "rows", "against_bm25"}))
+        return;
     std::vector<std::string> names;
     for (fs::directory_iterator entry(folder, error), end; !error && entry != end; entry.increment(error)) {
         std::string name = entry->path().filename().string();
