@@ -28,4 +28,11 @@ if [[ ! -f "$target/.complete" ]]; then
     rm -rf "$target"
     mv "$target.partial" "$target"
 fi
+# Compiled once here, so no later process compiles PyTorch's thousands of modules again
+# (about 30 s an import of sentence-transformers otherwise, where bytecode is not written).
+if [[ ! -f "$target/.bytecode" ]]; then
+    echo "python_peers: compiling $1's modules to bytecode" >&2
+    python3 -m compileall -q -j 2 "$target" >/dev/null 2>&1 || true
+    touch "$target/.bytecode"
+fi
 echo "$target"

@@ -7,11 +7,14 @@ set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root"
+source scripts/compiler_cache.sh
 
 # Build tools; the engine's libraries; data/ and eval/ (SentencePiece, FAISS: cmake finds
 # it); tests and benchmarks (python3 writes the .npy fixtures of the loss CLI test).
 packages=(
     meson ninja-build pkg-config g++ cmake
+    # a fresh clone reuses what an earlier clone on the machine compiled (scripts/compiler_cache.sh)
+    ccache
     libeigen3-dev libopenblas-dev libtbb-dev libfmt-dev libcli11-dev nlohmann-json3-dev
     libsentencepiece-dev libfaiss-dev
     # ICU: Unicode for the pretrained models' tokenizers (data/unicode_text.h)
