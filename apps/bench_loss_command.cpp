@@ -20,10 +20,10 @@
 // ends when the loss's value is back on the host, so the timing includes the GPU's work.
 // The InfoNCE family runs there through its reference path (--block-rows does not apply);
 // a loss whose code still reads tensors on the host stops with the engine's one-line error.
-// Without a usable GPU the command stops first with one line (apps/device_option.h).
+// Without a usable GPU the command stops first with one line (retrieval/device_name.h).
 //
 // --gemm-precision bfloat16: the float32 GEMMs round their operands to bfloat16 and
-// accumulate in float32 (apps/gemm_precision_option.h); the line says which precision ran
+// accumulate in float32 (retrieval/gemm_precision_option.h); the line says which precision ran
 // and oneDNN's ISA. It changes float32 GEMMs only, so --dtype float64 with it is an error.
 #include <fmt/core.h>
 
@@ -38,8 +38,8 @@
 
 #include "apps/commands.h"
 #include "apps/process_usage.h"
-#include "apps/device_option.h"
-#include "apps/gemm_precision_option.h"
+#include "retrieval/device_name.h"
+#include "retrieval/gemm_precision_option.h"
 #include "engine/nce.h"
 #include "losses/losses.h"
 
@@ -111,11 +111,11 @@ int run(const BenchLossOptions& options) {
     NCE_CHECK(options.dtype == "float32" || options.dtype == "float64",
               "bench loss: --dtype must be float32 or float64, got '{}'", options.dtype);
     Dtype dtype = options.dtype == "float32" ? Dtype::Float32 : Dtype::Float64;
-    const Device device = require_device(options.device);
+    const Device device = retrieval::require_device(options.device);
     if (options.threads > 0) set_num_threads(options.threads);
     NCE_CHECK(options.gemm_precision != "bfloat16" || dtype == Dtype::Float32,
               "bench loss: --gemm-precision bfloat16 changes float32 GEMMs only; use --dtype float32");
-    apply_gemm_precision(options.gemm_precision, device);
+    retrieval::apply_gemm_precision(options.gemm_precision, device);
 
     bool infonce_family = options.name == "infonce" || options.name == "infonce_symmetric";
     NCE_CHECK(infonce_family || (options.negatives == 0 && options.block_rows == 0),
@@ -171,7 +171,7 @@ int run(const BenchLossOptions& options) {
     }
     line["peak_rss_mib"] = peak_resident_mebibytes();
     line["blas_core"] = blas_core_name();
-    add_gemm_precision_fields(line);
+    retrieval::add_gemm_precision_fields(line);
     line["loss"] = loss;
     line["times_ms"] = milliseconds;
     fmt::print("{}\n", line.dump());
@@ -199,7 +199,7 @@ void add_bench_loss_command(CLI::App& bench, int& exit_code) {
         ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
     command->add_option("--dtype", options->dtype, "float32 (default) or float64");
     command->add_option("--device", options->device, "cpu (default) or cuda (needs a GPU and a build with CUDA)");
-    command->add_option("--gemm-precision", options->gemm_precision, kGemmPrecisionHelp);
+    command->add_option("--gemm-precision", options->gemm_precision, retrieval::kGemmPrecisionHelp);
     command->callback([options, &exit_code] { exit_code = run(*options); });
 }
 

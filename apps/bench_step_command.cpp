@@ -24,7 +24,7 @@
 // time on a busy machine includes waiting for a core; CPU time much less so).
 // The first `--warmup` steps (default 1) fill the allocator's caches and create AdamW's
 // moments and are left out of the timing. --gemm-precision bfloat16 runs the step's float32
-// GEMMs on bfloat16-rounded operands with float32 accumulation (apps/gemm_precision_option.h);
+// GEMMs on bfloat16-rounded operands with float32 accumulation (retrieval/gemm_precision_option.h);
 // the line says which precision ran.
 //
 // Memory. peak_allocated_mib is the most memory the engine's tensors held at once during the
@@ -44,7 +44,7 @@
 //
 // --device cuda: the model (Module::to) and the inputs (Tensor::to) move to the GPU before
 // the warmup; a step ends when its loss is back on the host. One process only. Without a
-// usable GPU the command stops first with one line (apps/device_option.h). peak_allocated_mib
+// usable GPU the command stops first with one line (retrieval/device_name.h). peak_allocated_mib
 // counts host tensors only, so the line leaves it out on cuda.
 #include <fmt/core.h>
 
@@ -58,8 +58,8 @@
 
 #include "apps/commands.h"
 #include "apps/process_usage.h"
-#include "apps/device_option.h"
-#include "apps/gemm_precision_option.h"
+#include "retrieval/device_name.h"
+#include "retrieval/gemm_precision_option.h"
 #include "distributed/collectives.h"
 #include "distributed/data_parallel.h"
 #include "distributed/distributed_losses.h"
@@ -210,11 +210,11 @@ int run(const BenchStepOptions& options) {
     NCE_CHECK(batch >= distributed::world().size(),
               "bench step: --batch {} is smaller than the {} processes; give each at least one row", batch,
               distributed::world().size());
-    const Device device = require_device(options.device);
+    const Device device = retrieval::require_device(options.device);
     NCE_CHECK(device == Device::CPU || distributed::world().size() == 1,
               "bench step: --device cuda runs in one process; start it without mpirun");
     if (options.threads > 0) set_num_threads(options.threads);
-    apply_gemm_precision(options.gemm_precision, device);
+    retrieval::apply_gemm_precision(options.gemm_precision, device);
 
     StepRunner runner = make_runner(options.model, batch, seq, options.checkpoint_activations, device);
     double loss = 0;
@@ -254,7 +254,7 @@ int run(const BenchStepOptions& options) {
             static_cast<double>(CachingAllocator::host().stats().peak_bytes_in_use) / (1024.0 * 1024.0);
     line["peak_rss_mib"] = peak_resident_mebibytes();
     line["blas_core"] = blas_core_name();
-    add_gemm_precision_fields(line);
+    retrieval::add_gemm_precision_fields(line);
     line["cpu_ms"] = median_of(cpu_milliseconds);
     line["last_loss"] = loss;
     line["times_ms"] = milliseconds;
@@ -285,7 +285,7 @@ void add_bench_step_command(CLI::App& bench, int& exit_code) {
     command->add_flag("--checkpoint-activations", options->checkpoint_activations,
                       "recompute each encoder layer in the backward instead of keeping its activations");
     command->add_option("--device", options->device, "cpu (default) or cuda (needs a GPU and a build with CUDA)");
-    command->add_option("--gemm-precision", options->gemm_precision, kGemmPrecisionHelp);
+    command->add_option("--gemm-precision", options->gemm_precision, retrieval::kGemmPrecisionHelp);
     command->callback([options, &exit_code] { exit_code = run(*options); });
 }
 

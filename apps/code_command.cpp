@@ -1,29 +1,29 @@
 // nce code [train|eval|index|search|features|make-features]: code retrieval, a function's
 // signature and docstring -> its body.
 //
-// The corpus (apps/code/code_corpus.h) is the Python standard library of the python3 on PATH
+// The corpus (retrieval/code/code_corpus.h) is the Python standard library of the python3 on PATH
 // (or --data DIR, any folder of Python sources): every documented function outside the test
 // suites, one query (signature + docstring) and one passage (body) each. The split keeps each
 // file (or package, "app": {"split_by": "package"}) on one side, and each test signature is
-// ranked against every body of the corpus (apps/code/whole_corpus_split.h). The table shows
+// ranked against every body of the corpus (retrieval/code/whole_corpus_split.h). The table shows
 // the untrained model, BM25 on whitespace tokens and on code identifiers (split at
 // punctuation, '_' and camelCase), the trained model, and the hybrid, with Rank@1 and
-// Rank@10. The run itself is apps/retrieval/retrieval_app.h.
+// Rank@10. The run itself is retrieval/retrieval_app.h.
 //
 // `features` trains the seed's sig_predictor on precomputed teacher features instead of text
-// (apps/code/teacher_features.h for the folder's layout, apps/code/sig_predictor_training.h);
+// (retrieval/code/teacher_features.h for the folder's layout, retrieval/code/sig_predictor_training.h);
 // `make-features` writes a synthetic folder of that layout to try it on.
 #include <fmt/format.h>
 
 #include <memory>
 
-#include "apps/code/code_corpus.h"
-#include "apps/code/sig_predictor_training.h"
-#include "apps/code/teacher_features.h"
-#include "apps/code/whole_corpus_split.h"
+#include "retrieval/code/code_corpus.h"
+#include "retrieval/code/sig_predictor_training.h"
+#include "retrieval/code/teacher_features.h"
+#include "retrieval/code/whole_corpus_split.h"
 #include "apps/commands.h"
-#include "apps/gemm_precision_option.h"
-#include "apps/retrieval/retrieval_app.h"
+#include "retrieval/gemm_precision_option.h"
+#include "retrieval/retrieval_app.h"
 #include "engine/error.h"
 
 namespace nce::apps {
@@ -87,7 +87,7 @@ retrieval::RetrievalApp code_app() {
     app.name = "code";
     app.description = "code retrieval, signature + docstring -> body (no --data: the Python standard library)";
     app.defaults = code_defaults();
-    app.bm25_variants = {retrieval::LexicalTokens::Whitespace, retrieval::LexicalTokens::CodeIdentifiers};
+    app.bm25_variants = {eval::LexicalTokens::Whitespace, eval::LexicalTokens::CodeIdentifiers};
     app.with_rank_at_k = true;
     app.tested_metric = "rank@1";
     app.identifier_words = true;
@@ -135,7 +135,7 @@ void add_features_command(CLI::App& code, int& exit_code) {
     command->add_option("--features", *folder, "the folder of teacher features (layout above)")->required();
     command->callback([options, folder, &exit_code] {
         retrieval::RunConfig config = options->resolve();
-        apply_gemm_precision(config.gemm_precision, Device::CPU);
+        retrieval::apply_gemm_precision(config.gemm_precision, Device::CPU);
         code::run_sig_predictor_training(config, *folder);
         exit_code = 0;
     });

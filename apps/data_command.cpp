@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "apps/commands.h"
-#include "apps/retrieval/run_config.h"
+#include "retrieval/run_config.h"
 #include "data/codesearchnet_reader.h"
 #include "data/csv_field.h"
 #include "data/dataset.h"
@@ -163,9 +163,9 @@ int run_pairs(const DataOptionsCli& options) {
         for (const data::Relevance& relevance : side.relevance) queries.insert(relevance.query);
         return queries.size();
     };
-    apps::retrieval::create_output_folder(options.output);
-    apps::retrieval::write_text_file_atomically(options.output + "/train.csv", train);
-    apps::retrieval::write_text_file_atomically(options.output + "/validation.csv", validation);
+    retrieval::create_output_folder(options.output);
+    retrieval::write_text_file_atomically(options.output + "/train.csv", train);
+    retrieval::write_text_file_atomically(options.output + "/validation.csv", validation);
     fmt::print("{}: {} queries -> {}/train.csv ({} queries, {} rows) and {}/validation.csv ({} queries, {} rows), "
                "split by group with seed {}; queries without a relevant passage write no row\n",
                options.path, read.dataset.queries.size(), options.output, answered(splits.train),

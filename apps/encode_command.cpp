@@ -16,7 +16,7 @@
 // is read and checked, and every batch computed, before the output is written; errors are
 // one line. --device cuda moves the model (Module::to) and each batch (Tensor::to) to the GPU
 // and the embeddings back; without a usable GPU it stops first with one line
-// (apps/device_option.h).
+// (retrieval/device_name.h).
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "apps/commands.h"
-#include "apps/device_option.h"
-#include "apps/retrieval/text_model.h"
+#include "retrieval/device_name.h"
+#include "retrieval/text_model.h"
 #include "data/reader_support.h"
 #include "data/text_cleaning.h"
 #include "data/tokenizer.h"
@@ -185,7 +185,7 @@ int run(const EncodeOptionsCli& options) {
     NCE_CHECK(!options.out_path.empty(), "encode: --out E.npy is required (where the embeddings go)");
     NCE_CHECK(options.batch_size >= 1, "encode: --batch-size must be at least 1, got {}", options.batch_size);
     Dtype dtype = parse_dtype(options.dtype);
-    const Device device = require_device(options.device);
+    const Device device = retrieval::require_device(options.device);
 
     // 1. The model, the input and the mask, all checked before any computing.
     // A folder is a sentence-transformers (or bare Hugging Face) model; what the reader assumed
@@ -223,7 +223,7 @@ int run(const EncodeOptionsCli& options) {
         embeddings.push_back(batch.value().to(Device::CPU));
     }
     Tensor result = embeddings.size() == 1 ? embeddings.front() : concat(embeddings, 0);
-    if (options.truncate_dim != 0) result = apps::retrieval::truncate_embeddings(result, options.truncate_dim);
+    if (options.truncate_dim != 0) result = retrieval::truncate_embeddings(result, options.truncate_dim);
     NCE_CHECK(all_finite(result), "encode: the embeddings are not all finite; nothing was written");
 
     // 3. One atomic write.

@@ -1,20 +1,20 @@
 // nce korquad [train|eval|index|search]: question -> paragraph retrieval on KorQuAD 1.0.
 //
-// With no --data the app generates a KorQuAD-format file of Korean towns (apps/korquad/
+// With no --data the app generates a KorQuAD-format file of Korean towns (retrieval/korquad/
 // korquad_generator.h) into the output folder and reads it back through the same reader as
 // the real file; `--data KorQuAD_v1.0_dev.json` runs on the real data. Questions are the
 // queries, paragraphs the passages; the split keeps each article on one side. The table
 // shows the untrained model, BM25 on whitespace tokens and on whitespace tokens plus
 // character bigrams inside words (Korean particles stick to words, so bigrams find a word
 // under another particle), the trained model, and the hybrid of the better BM25 and the
-// model. The run itself is apps/retrieval/retrieval_app.h.
+// model. The run itself is retrieval/retrieval_app.h.
 #include <fmt/format.h>
 
 #include <filesystem>
 
 #include "apps/commands.h"
-#include "apps/korquad/korquad_generator.h"
-#include "apps/retrieval/retrieval_app.h"
+#include "retrieval/korquad/korquad_generator.h"
+#include "retrieval/retrieval_app.h"
 #include "data/korquad_reader.h"
 #include "engine/error.h"
 
@@ -73,7 +73,7 @@ retrieval::RetrievalApp korquad_app() {
     defaults.learning_rate = 1e-3;
     defaults.evaluate_every = 50;
     defaults.app = {{"articles", 300}};
-    app.bm25_variants = {retrieval::LexicalTokens::Whitespace, retrieval::LexicalTokens::WhitespaceAndBigrams};
+    app.bm25_variants = {eval::LexicalTokens::Whitespace, eval::LexicalTokens::WhitespaceAndBigrams};
     app.tested_metric = "recall@1";
     app.chunk_overlap = 24;
     app.chunked_passages = true;  // KorQuAD contexts run long: the model reads them whole, in chunks

@@ -23,7 +23,7 @@
 //               --relative-margin R keeps score < positive · (1 - R) (95% of the positive: R = 0.05)
 //   --pick      top (default): the K best-ranked that pass; random: K of them drawn with --seed
 //
-// apps/pairs/hard_negative_miner.h says it all exactly. A query with fewer than K negatives
+// retrieval/pairs/hard_negative_miner.h says it all exactly. A query with fewer than K negatives
 // writes no row and is counted. The same inputs give the same file. Everything is checked
 // and mined before the output is written, through a temporary file and a rename; a bad input
 // is one error line naming the flag or file, and no file.
@@ -37,11 +37,11 @@
 #include <vector>
 
 #include "apps/commands.h"
-#include "apps/pairs/candidate_scorers.h"
-#include "apps/pairs/hard_negative_miner.h"
-#include "apps/pairs/pairs_app.h"
-#include "apps/retrieval/run_config.h"
-#include "apps/retrieval/text_model.h"
+#include "retrieval/pairs/candidate_scorers.h"
+#include "retrieval/pairs/hard_negative_miner.h"
+#include "retrieval/pairs/pairs_app.h"
+#include "retrieval/run_config.h"
+#include "retrieval/text_model.h"
 #include "data/pairs_reader.h"
 #include "data/tokenizer.h"
 #include "engine/error.h"
@@ -142,9 +142,9 @@ LoadedModel load_model_and_tokenizer(const MineOptionsCli& options) {
     return loaded;
 }
 
-retrieval::LexicalTokens bm25_tokens(const std::string& name) {
-    return name == "whitespace+bigrams" ? retrieval::LexicalTokens::WhitespaceAndBigrams
-                                        : retrieval::LexicalTokens::Whitespace;
+eval::LexicalTokens bm25_tokens(const std::string& name) {
+    return name == "whitespace+bigrams" ? eval::LexicalTokens::WhitespaceAndBigrams
+                                        : eval::LexicalTokens::Whitespace;
 }
 
 std::string margins_text(const pairs::MiningSettings& settings) {

@@ -2,17 +2,17 @@
 //
 // Question -> answer retrieval on a StackExchange dump (every answer of a question is
 // relevant to it). With no --data it runs on a generated brewing site in the dump's format
-// (apps/stackexchange/generated_site.h). train, eval, index and search are the shared
-// retrieval app (apps/retrieval/retrieval_app.h); compare trains one model per loss and
-// scores them in three views (apps/stackexchange/loss_comparison.h).
+// (retrieval/stackexchange/generated_site.h). train, eval, index and search are the shared
+// retrieval app (retrieval/retrieval_app.h); compare trains one model per loss and
+// scores them in three views (retrieval/stackexchange/loss_comparison.h).
 #include <fmt/core.h>
 
 #include <memory>
 
 #include "apps/commands.h"
-#include "apps/retrieval/retrieval_app.h"
-#include "apps/stackexchange/loss_comparison.h"
-#include "apps/stackexchange/posts_dataset.h"
+#include "retrieval/retrieval_app.h"
+#include "retrieval/stackexchange/loss_comparison.h"
+#include "retrieval/stackexchange/posts_dataset.h"
 
 namespace nce::apps {
 namespace {
@@ -52,7 +52,7 @@ retrieval::RetrievalApp stackexchange_app() {
     app.description =
         "question -> answer retrieval on a StackExchange dump (--data Posts.xml; default: a generated site)";
     app.defaults = stackexchange_defaults();
-    app.bm25_variants = {retrieval::LexicalTokens::Whitespace};
+    app.bm25_variants = {eval::LexicalTokens::Whitespace};
     // Posts are prose with code, names and punctuation in it ("(IPA)", "the OG.", `mashTemp`):
     // read as words, they meet a question's words on the same pieces, as BM25's words do.
     app.identifier_words = true;

@@ -1,10 +1,10 @@
 // nce train --train FILE [--validation FILE] [--corpus FILE] [--format F] [--output DIR] [flags]
-// nce train pretrain|eval|index|search ...   as every retrieval app's (apps/retrieval/retrieval_app.h);
+// nce train pretrain|eval|index|search ...   as every retrieval app's (retrieval/retrieval_app.h);
 //                                            eval and index read the files the run was trained with
 //
-// A text encoder trained on the user's own pairs (apps/pairs/pairs_app.h), with everything
+// A text encoder trained on the user's own pairs (retrieval/pairs/pairs_app.h), with everything
 // the apps' runs have: the SentencePiece tokenizer trained on the file, corpus pretraining,
-// --init, every training loss that fits the file's columns (apps/pairs/loss_fit.h) with
+// --init, every training loss that fits the file's columns (retrieval/pairs/loss_fit.h) with
 // --loss-parameter, early stopping, the JSON-lines log and curves, the table beside BM25 with
 // 95% intervals, results.json. Every RunConfig flag applies; --vocab-size, unless given,
 // is sized to the training file (suggested_vocab_size below).
@@ -18,7 +18,7 @@
 #include <string_view>
 
 #include "apps/commands.h"
-#include "apps/pairs/pairs_app.h"
+#include "retrieval/pairs/pairs_app.h"
 #include "data/pairs_reader.h"
 #include "engine/error.h"
 

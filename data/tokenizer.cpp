@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "data/identifier_words.h"
+#include "engine/atomic_file.h"
 #include "data/text_prefix.h"
 #include "data/tokenizer_model_check.h"
 #include "engine/threads.h"
@@ -101,22 +102,7 @@ std::string read_model_file(const fs::path& path) {
 }
 
 void write_file_atomically(const fs::path& path, const std::string& bytes) {
-    fs::path temporary = path;
-    temporary += ".tmp";
-    {
-        std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-        NCE_CHECK(out, "tokenizer train: cannot write '{}': {}", temporary.string(), std::strerror(errno));
-        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-        out.close();
-        NCE_CHECK(out, "tokenizer train: writing '{}' failed (disk full?)", temporary.string());
-    }
-    std::error_code error;
-    fs::rename(temporary, path, error);
-    if (error) {
-        fs::remove(temporary);
-        fail("tokenizer train: cannot move '{}' into place as '{}': {}", temporary.string(), path.string(),
-             error.message());
-    }
+    write_bytes_atomically(path.string(), "tokenizer train", bytes);
 }
 
 // A pretrained kind's row, as Hugging Face truncates a single text: the text's pieces cut to

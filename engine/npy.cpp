@@ -23,6 +23,8 @@
 #include <optional>
 #include <string_view>
 
+#include "engine/atomic_file.h"
+
 namespace nce {
 namespace {
 
@@ -352,25 +354,10 @@ void write_npy(const std::string& path, const Tensor& tensor) {
     Tensor host = tensor.to(Device::CPU);
     std::string preamble = npy_preamble(host, path);
 
-    // Write beside the target, then rename: readers see the old file or the whole new one.
-    std::string temporary = fmt::format("{}.tmp-{}", path, ::getpid());
-    std::FILE* file = std::fopen(temporary.c_str(), "wb");
-    NCE_CHECK(file != nullptr, "write_npy: cannot write '{}': creating '{}' failed: {}", path, temporary,
-              std::strerror(errno));
-    bool written = std::fwrite(preamble.data(), 1, preamble.size(), file) == preamble.size() &&
-                   std::fwrite(host.raw_data(), 1, host.nbytes(), file) == host.nbytes() && std::fflush(file) == 0 &&
-                   ::fsync(::fileno(file)) == 0;
-    int write_errno = errno;
-    bool closed = std::fclose(file) == 0;
-    if (!written || !closed) {
-        std::remove(temporary.c_str());
-        fail("write_npy: writing '{}' failed: {}", path, std::strerror(written ? errno : write_errno));
-    }
-    if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-        int rename_errno = errno;
-        std::remove(temporary.c_str());
-        fail("write_npy: cannot move '{}' into place as '{}': {}", temporary, path, std::strerror(rename_errno));
-    }
+    write_file_atomically(path, "write_npy", [&](std::FILE* file) {
+        return std::fwrite(preamble.data(), 1, preamble.size(), file) == preamble.size() &&
+               std::fwrite(host.raw_data(), 1, host.nbytes(), file) == host.nbytes();
+    });
 }
 
 }  // namespace nce

@@ -20,8 +20,8 @@ struct NpyLayout {
 };
 NpyLayout read_npy_layout(const std::string& path);
 
-// Writes to a temporary file beside `path` and renames it into place, so a failure never
-// leaves half a file. Uses format 1.0 unless the header needs 2.0.
+// Writes the file whole or not at all (engine/atomic_file.h), so a failure never leaves half
+// a file. Uses format 1.0 unless the header needs 2.0.
 void write_npy(const std::string& path, const Tensor& tensor);
 
 }  // namespace nce

@@ -16,6 +16,7 @@
 #include <faiss/impl/FaissException.h>
 #include <faiss/index_io.h>
 
+#include "engine/atomic_file.h"
 #include "engine/tensor_math.h"
 #include "engine/threads.h"
 
@@ -93,19 +94,14 @@ FaissIndex FaissIndex::load(const std::string& path) {
 }
 
 void FaissIndex::save(const std::string& path) const {
-    std::string temporary = fmt::format("{}.tmp-{}", path, ::getpid());
+    std::string temporary = atomic_temporary_for(path);
     try {
         faiss::write_index(index_.get(), temporary.c_str());
     } catch (const faiss::FaissException& exception) {
-        std::remove(temporary.c_str());
+        discard_atomic_temporary(temporary);
         fail("FaissIndex::save: cannot write '{}': {}", path, exception.msg.substr(0, exception.msg.find('\n')));
     }
-    std::error_code error;
-    std::filesystem::rename(temporary, path, error);
-    if (error) {
-        std::remove(temporary.c_str());
-        fail("FaissIndex::save: cannot move '{}' into place as '{}': {}", temporary, path, error.message());
-    }
+    commit_atomic_temporary(temporary, path, "FaissIndex::save");
 }
 
 TopK FaissIndex::search(const Tensor& queries, int64_t k) const {

@@ -1,16 +1,16 @@
-// The apps' --config files (apps/retrieval/run_config.h), read as `nce korquad train --config
+// The apps' --config files (retrieval/run_config.h), read as `nce korquad train --config
 // FILE` reads them: the JSON, every key applied onto the defaults, the values validated.
 #include <CLI/CLI.hpp>
 
-#include "apps/retrieval/run_config.h"
+#include "retrieval/run_config.h"
 #include "fuzz/fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string& path = nce::fuzz::input_file(data, size, ".json");
     return nce::fuzz::refuse_or_read([&] {
         CLI::App command;
-        nce::apps::retrieval::RunConfigOptions options;
-        options.add_to(command, nce::apps::retrieval::RunConfig{});
+        nce::retrieval::RunConfigOptions options;
+        options.add_to(command, nce::retrieval::RunConfig{});
         command.parse(std::vector<std::string>{path, "--config"});  // CLI11 takes the arguments reversed
         options.resolve();
     });

@@ -1,14 +1,9 @@
 // Reading and writing safetensors files (the layout is drawn in safetensors.h).
 #include "nn/safetensors.h"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
 #include <cerrno>
-#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +13,7 @@
 #include <set>
 #include <vector>
 
+#include "engine/atomic_file.h"
 #include "engine/json_nesting.h"
 
 namespace nce::nn {
@@ -249,43 +245,6 @@ std::string header_text(const std::map<std::string, Tensor>& tensors,
     return text;
 }
 
-// A writer killed between creating its temporary and the rename leaves `<path>.tmp-<pid>`
-// behind, as big as the file, and no later writer has that pid to overwrite it: a job
-// preempted again and again would pile them up. So each write removes the temporaries of its
-// own path whose process no longer exists. One of a live process is kept (another writer of
-// the same path on this machine: its rename is still to come), and so is one whose pid a new
-// process has taken, until that process ends. Best effort: a write never fails over this.
-void remove_stale_temporaries(const std::string& path) {
-    std::filesystem::path target(path);
-    std::filesystem::path folder = target.parent_path().empty() ? "." : target.parent_path();
-    std::string prefix = target.filename().string() + ".tmp-";
-    std::error_code error;
-    for (std::filesystem::directory_iterator entry(folder, error), end; !error && entry != end; entry.increment(error)) {
-        std::string name = entry->path().filename().string();
-        if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
-        const char* digits = name.data() + prefix.size();
-        const char* digits_end = name.data() + name.size();
-        pid_t pid = 0;
-        auto [parsed_end, parse_error] = std::from_chars(digits, digits_end, pid);
-        if (parse_error != std::errc() || parsed_end != digits_end || pid <= 0 || pid == ::getpid()) continue;
-        if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive, or another user's (EPERM)
-        std::error_code ignored;
-        std::filesystem::remove(entry->path(), ignored);
-    }
-}
-
-// Makes a finished rename survive a crash: the directory entry is flushed too.
-void sync_directory_of(const std::string& path) {
-    std::filesystem::path folder = std::filesystem::path(path).parent_path();
-    int descriptor = ::open(folder.empty() ? "." : folder.c_str(), O_RDONLY | O_DIRECTORY);
-    if (descriptor < 0) return;  // best effort: the file itself is already on disk
-    ::fsync(descriptor);
-    ::close(descriptor);
-}
-
-}  // namespace
-
-namespace {
 
 // The checked header of an open file: its entries, metadata and where the data begins.
 struct CheckedHeader {
@@ -377,29 +336,13 @@ void write_safetensors(const std::string& path, const std::map<std::string, Tens
     std::string header = header_text(host, metadata, path);
     uint64_t header_length = header.size();
 
-    // Write beside the target, flush to disk, then rename.
-    remove_stale_temporaries(path);
-    std::string temporary = fmt::format("{}.tmp-{}", path, ::getpid());
-    std::FILE* file = std::fopen(temporary.c_str(), "wb");
-    NCE_CHECK(file != nullptr, "write_safetensors: cannot write '{}': creating '{}' failed: {}", path, temporary,
-              std::strerror(errno));
-    bool written = std::fwrite(&header_length, 8, 1, file) == 1 &&
-                   std::fwrite(header.data(), 1, header.size(), file) == header.size();
-    for (const auto& [name, tensor] : host)
-        written = written && std::fwrite(tensor.raw_data(), 1, tensor.nbytes(), file) == tensor.nbytes();
-    written = written && std::fflush(file) == 0 && ::fsync(::fileno(file)) == 0;
-    int write_errno = errno;
-    bool closed = std::fclose(file) == 0;
-    if (!written || !closed) {
-        std::remove(temporary.c_str());
-        fail("write_safetensors: writing '{}' failed: {}", path, std::strerror(written ? errno : write_errno));
-    }
-    if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-        int rename_errno = errno;
-        std::remove(temporary.c_str());
-        fail("write_safetensors: cannot move '{}' into place as '{}': {}", temporary, path, std::strerror(rename_errno));
-    }
-    sync_directory_of(path);
+    write_file_atomically(path, "write_safetensors", [&](std::FILE* file) {
+        bool written = std::fwrite(&header_length, 8, 1, file) == 1 &&
+                       std::fwrite(header.data(), 1, header.size(), file) == header.size();
+        for (const auto& [name, tensor] : host)
+            written = written && std::fwrite(tensor.raw_data(), 1, tensor.nbytes(), file) == tensor.nbytes();
+        return written;
+    });
 }
 
 }  // namespace nce::nn

@@ -45,7 +45,8 @@ struct SafetensorsHeader {
 SafetensorsHeader read_safetensors_header(const std::string& path);
 
 // Writes the tensors sorted by name, the header padded to a multiple of 8 bytes. The file
-// is written beside `path` under a temporary name, flushed to disk and renamed into place,
+// is written beside `path` under a temporary name, flushed to disk and renamed into place
+// (engine/atomic_file.h),
 // so readers see either the old file or the whole new one, never a part. A writer killed
 // before the rename leaves its temporary `<path>.tmp-<pid>`; the next write to `path`
 // removes those whose process no longer exists, and keeps those of live processes.

@@ -196,7 +196,7 @@ void bind_gradcheck(py::module_& module) {
         .def("__repr__", &GradcheckReport::summary);
     module.def(
         "gradcheck",
-        [](py::object target, py::object inputs, double eps, py::handle dtype, double tolerance, uint64_t seed,
+        [](py::object target, py::object inputs, double eps, py::object dtype, double tolerance, uint64_t seed,
            std::vector<int> constant_inputs, py::object name, bool verbose, bool quiet) {
             Dtype check_dtype = dtype_from_python(dtype);
             NCE_CHECK(is_floating(check_dtype), "gradcheck: dtype must be float32 or float64");

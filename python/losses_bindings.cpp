@@ -166,7 +166,7 @@ void bind_losses(py::module_& module) {
         for (const LossDefinition& loss : losses::all_losses()) entries.append(catalogue_entry(loss));
         return entries;
     }, "Every registered loss: name, inputs (name, kind, required), parameters (name, default, rule, choices)");
-    module.def("loss_example", [](const std::string& name, int64_t rows, int64_t dim, uint64_t seed, py::handle dtype) {
+    module.def("loss_example", [](const std::string& name, int64_t rows, int64_t dim, uint64_t seed, py::object dtype) {
         const LossDefinition& loss = losses::find_loss(name);
         NCE_CHECK(rows > 0 && dim > 0, "loss_example: rows and dim must be > 0, got {} and {}", rows, dim);
         Dtype wanted = dtype_from_python(dtype);

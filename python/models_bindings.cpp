@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "apps/retrieval/text_model.h"
+#include "retrieval/text_model.h"
 #include "nn/checkpoint.h"
 #include "nn/clip_grad_norm.h"
 #include "nn/model.h"
@@ -66,11 +66,11 @@ py::object embed_texts(EmbeddingModel& model, const data::Tokenizer& tokenizer, 
               "not texts; use encode(features, mask)");
     NCE_CHECK(batch_size > 0, "embed: batch_size must be > 0, got {}", batch_size);
     std::vector<std::string> all = text_list(texts);
-    if (prompt == "query") all = apps::retrieval::with_prompt(model.config().query_prompt, std::move(all));
-    else if (prompt == "passage") all = apps::retrieval::with_prompt(model.config().passage_prompt, std::move(all));
+    if (prompt == "query") all = retrieval::with_prompt(model.config().query_prompt, std::move(all));
+    else if (prompt == "passage") all = retrieval::with_prompt(model.config().passage_prompt, std::move(all));
     else NCE_CHECK(prompt == "none", "embed: prompt must be query, passage or none; got '{}'", prompt);
     int64_t length = max_length.is_none() ? model.config().max_len : max_length.cast<int64_t>();
-    return tensor_to_numpy(apps::retrieval::encode_texts(model, tokenizer, all, length, batch_size));
+    return tensor_to_numpy(retrieval::encode_texts(model, tokenizer, all, length, batch_size));
 }
 
 // One optimizer step: zero the gradients, loss_fn() -> backward -> clip (max_grad_norm > 0)
@@ -104,7 +104,7 @@ py::object load_model_with_tokenizer(const std::string& path, py::handle dtype) 
         tokenizer = py::cast(data::Tokenizer::load(path));
     } else {
         model = py::cast(nn::load_model(path, dtype_from_python(dtype)));
-        std::string beside = apps::retrieval::tokenizer_beside(fs::path(path).parent_path().string());
+        std::string beside = retrieval::tokenizer_beside(fs::path(path).parent_path().string());
         if (!beside.empty()) tokenizer = py::cast(data::Tokenizer::load(beside));
     }
     model.attr("tokenizer") = tokenizer;

@@ -1,6 +1,6 @@
 // Retrieval from Python: BM25 over token ids (eval/bm25.h), exact and FAISS nearest-neighbour
 // search (eval/exact_search.h, eval/faiss_index.h), the retrieval metrics (eval/metrics.h),
-// and a search over an index folder written by `nce ... index` (apps/retrieval/passage_index.h).
+// and a search over an index folder written by `nce ... index` (retrieval/passage_index.h).
 //
 //   bm25 = nce.BM25([tok.encode_ids(p) for p in passages])
 //   idx, scores = bm25.search([tok.encode_ids(q) for q in queries], k=10)
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "apps/retrieval/passage_index.h"
+#include "retrieval/passage_index.h"
 #include "eval/bm25.h"
 #include "eval/exact_search.h"
 #include "eval/faiss_index.h"
@@ -106,10 +106,10 @@ void bind_search(py::module_& module) {
 
     module.def("search_passage_index", [](const std::string& index_dir, const std::string& query, int64_t k,
                                           const std::string& ranker) {
-        apps::retrieval::SearchResult result =
-            apps::retrieval::search_passage_index(index_dir, query, k, apps::retrieval::parse_ranker(ranker));
+        retrieval::SearchResult result =
+            retrieval::search_passage_index(index_dir, query, k, retrieval::parse_ranker(ranker));
         py::list hits;
-        for (const apps::retrieval::SearchHit& hit : result.hits)
+        for (const retrieval::SearchHit& hit : result.hits)
             hits.append(py::dict(py::arg("score") = hit.score, py::arg("passage_id") = hit.passage_id,
                                  py::arg("group") = hit.group, py::arg("text") = hit.text));
         return py::dict(py::arg("hits") = hits, py::arg("query_truncated") = result.query_truncated);

@@ -152,9 +152,13 @@ void bind_var_operators(py::class_<Var>& var_class) {
     using py::arg;
     auto binary = [&](const char* name, const char* op, bool reflected) {
         if (reflected) {
-            var_class.def(name, [op](py::object self, py::handle other) { return var_arithmetic(op, other, self); });
+            var_class.def(name, [op](py::object self, const VarLike& other) {
+                return var_arithmetic(op, other.object, self);
+            });
         } else {
-            var_class.def(name, [op](py::object self, py::handle other) { return var_arithmetic(op, self, other); });
+            var_class.def(name, [op](py::object self, const VarLike& other) {
+                return var_arithmetic(op, self, other.object);
+            });
         }
     };
     binary("__add__", "add", false);
@@ -169,8 +173,8 @@ void bind_var_operators(py::class_<Var>& var_class) {
     binary("__rpow__", "power", true);
     var_class
         .def("__neg__", [](const Var& a) { return -a; })
-        .def("__matmul__", [](const Var& a, py::handle b) { return matmul(a, var_from_python(b)); })
-        .def("__rmatmul__", [](const Var& a, py::handle b) { return matmul(var_from_python(b), a); })
+        .def("__matmul__", [](const Var& a, const VarLike& b) { return matmul(a, b.var()); })
+        .def("__rmatmul__", [](const Var& a, const VarLike& b) { return matmul(b.var(), a); })
         .def("__getitem__", &index, "v[i], v[a:b], v[i, a:b]: slice (and reshape) in the graph")
         .def_property_readonly("T", &transposed, "The transpose (rank 2); every axis reversed for rank > 2")
         .def("sum", [](const Var& v, py::object axis, bool keepdim) {
@@ -179,10 +183,10 @@ void bind_var_operators(py::class_<Var>& var_class) {
         .def("mean", [](const Var& v, py::object axis, bool keepdim) {
             return axis.is_none() ? mean(v) : mean(v, axis.cast<int64_t>(), keepdim);
         }, arg("axis") = py::none(), arg("keepdim") = false, "nce.mean(v, axis, keepdim)")
-        .def("__lt__", [](const Var& v, py::handle w) { return comparison(v, w, "less"); })
-        .def("__le__", [](const Var& v, py::handle w) { return comparison(v, w, "less_equal"); })
-        .def("__gt__", [](const Var& v, py::handle w) { return comparison(v, w, "greater"); })
-        .def("__ge__", [](const Var& v, py::handle w) { return comparison(v, w, "greater_equal"); });
+        .def("__lt__", [](const Var& v, const VarLike& w) { return comparison(v, w.object, "less"); })
+        .def("__le__", [](const Var& v, const VarLike& w) { return comparison(v, w.object, "less_equal"); })
+        .def("__gt__", [](const Var& v, const VarLike& w) { return comparison(v, w.object, "greater"); })
+        .def("__ge__", [](const Var& v, const VarLike& w) { return comparison(v, w.object, "greater_equal"); });
 }
 
 }  // namespace nce::python

@@ -7,11 +7,11 @@
 #include <fstream>
 #include <set>
 
-#include "apps/code/code_corpus.h"
-#include "apps/code/cpp_functions.h"
-#include "apps/code/teacher_features.h"
-#include "apps/code/whole_corpus_split.h"
-#include "apps/retrieval/rankings.h"
+#include "retrieval/code/code_corpus.h"
+#include "retrieval/code/cpp_functions.h"
+#include "retrieval/code/teacher_features.h"
+#include "retrieval/code/whole_corpus_split.h"
+#include "eval/rankings.h"
 #include "tests/test_helpers.h"
 
 using namespace nce;
@@ -41,20 +41,20 @@ std::string python_function(const std::string& name, const std::string& docstrin
 }  // namespace
 
 TEST_CASE("code identifiers: words split at punctuation, '_', camelCase humps and digits") {
-    using apps::retrieval::LexicalTokens;
-    using apps::retrieval::lexical_tokens;
-    CHECK(lexical_tokens("os.path.join(a, b)", LexicalTokens::CodeIdentifiers) ==
+    using eval::LexicalTokens;
+    using eval::lexical_tokens;
+    CHECK(eval::lexical_tokens("os.path.join(a, b)", eval::LexicalTokens::CodeIdentifiers) ==
           std::vector<std::string>{"os", "path", "join", "a", "b"});
-    CHECK(lexical_tokens("getLineNumber_v2", LexicalTokens::CodeIdentifiers) ==
+    CHECK(eval::lexical_tokens("getLineNumber_v2", eval::LexicalTokens::CodeIdentifiers) ==
           std::vector<std::string>{"getlinenumber_v2", "get", "line", "number", "v", "2"});
-    CHECK(lexical_tokens("HTTPServer", LexicalTokens::CodeIdentifiers) ==
+    CHECK(eval::lexical_tokens("HTTPServer", eval::LexicalTokens::CodeIdentifiers) ==
           std::vector<std::string>{"httpserver", "http", "server"});
-    CHECK(lexical_tokens("_private", LexicalTokens::CodeIdentifiers) == std::vector<std::string>{"_private", "private"});
-    CHECK(lexical_tokens("x = 1 + 2;", LexicalTokens::CodeIdentifiers) == std::vector<std::string>{"x", "1", "2"});
-    CHECK(lexical_tokens("(), ...", LexicalTokens::CodeIdentifiers).empty());
+    CHECK(eval::lexical_tokens("_private", eval::LexicalTokens::CodeIdentifiers) == std::vector<std::string>{"_private", "private"});
+    CHECK(eval::lexical_tokens("x = 1 + 2;", eval::LexicalTokens::CodeIdentifiers) == std::vector<std::string>{"x", "1", "2"});
+    CHECK(eval::lexical_tokens("(), ...", eval::LexicalTokens::CodeIdentifiers).empty());
     // Whitespace tokens keep the punctuation inside a word: the reason for the code variant.
-    CHECK(lexical_tokens("os.path.join(a, b)", LexicalTokens::Whitespace) == std::vector<std::string>{"os.path.join(a", "b"});
-    CHECK(std::string(apps::retrieval::lexical_tokens_name(LexicalTokens::CodeIdentifiers)) == "code identifiers");
+    CHECK(eval::lexical_tokens("os.path.join(a, b)", eval::LexicalTokens::Whitespace) == std::vector<std::string>{"os.path.join(a", "b"});
+    CHECK(std::string(eval::lexical_tokens_name(eval::LexicalTokens::CodeIdentifiers)) == "code identifiers");
 }
 
 TEST_CASE("code corpus: documented functions outside the tests, one per distinct body, grouped by file or package") {
@@ -68,8 +68,8 @@ TEST_CASE("code corpus: documented functions outside the tests, one per distinct
     write_file(root / "test" / "everything.py", python_function("suite", "Left out.", "7"));
     write_file(root / "notes.txt", "not python");
 
-    apps::code::CodeCorpusOptions options;
-    data::RetrievalDataset corpus = apps::code::mine_code_corpus(root.string(), options);
+    code::CodeCorpusOptions options;
+    data::RetrievalDataset corpus = code::mine_code_corpus(root.string(), options);
     std::vector<std::string> ids, groups;
     for (size_t i = 0; i < corpus.queries.size(); ++i) {
         ids.push_back(corpus.queries[i].id);
@@ -91,24 +91,24 @@ TEST_CASE("code corpus: documented functions outside the tests, one per distinct
     options.split_by = "package";
     options.require_docstring = false;
     options.skip_tests = false;
-    corpus = apps::code::mine_code_corpus(root.string(), options);
+    corpus = code::mine_code_corpus(root.string(), options);
     std::set<std::string> packages;
     for (const data::Query& query : corpus.queries) packages.insert(query.group);
     CHECK(packages == std::set<std::string>{"alpha", "pkg", "test"});
     CHECK(corpus.queries.size() == 7);  // every distinct body: 1 2 3 4 5 6 7
 
     options.max_functions = 2;
-    CHECK(apps::code::mine_code_corpus(root.string(), options).queries.size() == 2);
+    CHECK(code::mine_code_corpus(root.string(), options).queries.size() == 2);
 
-    CHECK_THROWS_WITH_AS(apps::code::mine_code_corpus((root / "missing").string(), {}),
+    CHECK_THROWS_WITH_AS(code::mine_code_corpus((root / "missing").string(), {}),
                          doctest::Contains("no such folder or file"), Error);
     fs::path empty = fresh_folder("corpus_empty");
     write_file(empty / "only_bare.py", python_function("bare", "", "1"));
-    CHECK_THROWS_WITH_AS(apps::code::mine_code_corpus(empty.string(), {}), doctest::Contains("no function to retrieve"),
+    CHECK_THROWS_WITH_AS(code::mine_code_corpus(empty.string(), {}), doctest::Contains("no function to retrieve"),
                          Error);
-    CHECK_THROWS_WITH_AS(apps::code::code_corpus_options_from_json({{"split_by", "folder"}}, "run.json"),
+    CHECK_THROWS_WITH_AS(code::code_corpus_options_from_json({{"split_by", "folder"}}, "run.json"),
                          doctest::Contains("split_by"), Error);
-    CHECK_THROWS_WITH_AS(apps::code::code_corpus_options_from_json({{"splitby", "file"}}, "run.json"),
+    CHECK_THROWS_WITH_AS(code::code_corpus_options_from_json({{"splitby", "file"}}, "run.json"),
                          doctest::Contains("unknown code setting app.splitby"), Error);
     fs::remove_all(root);
     fs::remove_all(empty);
@@ -153,7 +153,7 @@ std::string text_of(
 }  // namespace nce
 )source");
     write_file(root / "build-x" / "skipped.cpp", "// Skipped.\nint skipped() {\n    return 1;\n}\n");
-    data::RetrievalDataset functions = apps::code::mine_cpp_tree(root.string(), false);
+    data::RetrievalDataset functions = code::mine_cpp_tree(root.string(), false);
     std::vector<std::string> ids;
     for (const data::Query& query : functions.queries) ids.push_back(query.id);
     CHECK(ids == std::vector<std::string>{"engine/scale.cpp:7:twice", "engine/scale.cpp:21:undocumented",
@@ -165,8 +165,8 @@ std::string text_of(
     CHECK(functions.passages[1].text == "if (y > 0) {\n    return y;\n}\nreturn -y;");
     CHECK(functions.queries[2].text == "std::string text_of( int z)\nA raw string holds braces.");
     CHECK(functions.queries[0].group == "engine/scale.cpp");
-    CHECK(apps::code::mine_cpp_tree(root.string(), true).queries.size() == 2);
-    CHECK_THROWS_WITH_AS(apps::code::mine_cpp_tree((root / "none").string(), false), doctest::Contains("no such folder"),
+    CHECK(code::mine_cpp_tree(root.string(), true).queries.size() == 2);
+    CHECK_THROWS_WITH_AS(code::mine_cpp_tree((root / "none").string(), false), doctest::Contains("no such folder"),
                          Error);
     fs::remove_all(root);
 }
@@ -181,7 +181,7 @@ TEST_CASE("whole-corpus split: test queries keep their own body among every body
         dataset.relevance.push_back({i, i, 1.0, 0, false});
     }
     data::DatasetSplits plain = data::split_by_group(dataset, 0.2, 0.3, 5);
-    data::DatasetSplits splits = apps::code::split_with_whole_corpus_test(dataset, 0.2, 0.3, 5);
+    data::DatasetSplits splits = code::split_with_whole_corpus_test(dataset, 0.2, 0.3, 5);
     CHECK(splits.train.queries.size() == plain.train.queries.size());
     CHECK(splits.validation.passages.size() == plain.validation.passages.size());
     CHECK(splits.test.queries.size() == plain.test.queries.size());
@@ -193,14 +193,14 @@ TEST_CASE("whole-corpus split: test queries keep their own body among every body
 
 TEST_CASE("teacher features: the synthetic folder reads back with the documented layout") {
     fs::path folder = fresh_folder("features") / "written";
-    apps::code::SyntheticFeatureOptions options;
+    code::SyntheticFeatureOptions options;
     options.functions = 50;
     options.tokens = 8;
     options.input_dim = 6;
     options.output_dim = 5;
     options.group_size = 10;
-    apps::code::write_synthetic_teacher_features(folder.string(), options);
-    apps::code::TeacherFeatures features = apps::code::read_teacher_features(folder.string());
+    code::write_synthetic_teacher_features(folder.string(), options);
+    code::TeacherFeatures features = code::read_teacher_features(folder.string());
     CHECK(features.signature_features.shape() == Shape{50, 8, 6});
     CHECK(features.signature_mask.shape() == Shape{50, 8});
     CHECK(features.body_embeddings.shape() == Shape{50, 5});
@@ -216,11 +216,11 @@ TEST_CASE("teacher features: the synthetic folder reads back with the documented
     }
     // The same seed writes the same numbers.
     fs::path again = folder.parent_path() / "again";
-    apps::code::write_synthetic_teacher_features(again.string(), options);
-    CHECK(allclose(apps::code::read_teacher_features(again.string()).signature_features, features.signature_features, 0, 0));
+    code::write_synthetic_teacher_features(again.string(), options);
+    CHECK(allclose(code::read_teacher_features(again.string()).signature_features, features.signature_features, 0, 0));
 
     // A folder that is not empty is refused and left as it was.
-    CHECK_THROWS_WITH_AS(apps::code::write_synthetic_teacher_features(again.string(), options),
+    CHECK_THROWS_WITH_AS(code::write_synthetic_teacher_features(again.string(), options),
                          doctest::Contains("not an empty folder"), Error);
     CHECK(fs::exists(again / "body_embeddings.npy"));
     fs::remove_all(folder.parent_path());
@@ -228,26 +228,26 @@ TEST_CASE("teacher features: the synthetic folder reads back with the documented
 
 TEST_CASE("teacher features: a missing or malformed file is one line naming it") {
     fs::path folder = fresh_folder("features_bad");
-    CHECK_THROWS_WITH_AS(apps::code::read_teacher_features((folder / "nothing").string()),
+    CHECK_THROWS_WITH_AS(code::read_teacher_features((folder / "nothing").string()),
                          doctest::Contains("no such folder"), Error);
     write_npy((folder / "signature_features.npy").string(), Tensor::zeros({3, 4, 2}, Dtype::Float32));
-    CHECK_THROWS_WITH_AS(apps::code::read_teacher_features(folder.string()), doctest::Contains("missing body_embeddings.npy"),
+    CHECK_THROWS_WITH_AS(code::read_teacher_features(folder.string()), doctest::Contains("missing body_embeddings.npy"),
                          Error);
     write_npy((folder / "body_embeddings.npy").string(), Tensor::full({2, 5}, 1.0, Dtype::Float32));
-    CHECK_THROWS_WITH_AS(apps::code::read_teacher_features(folder.string()),
+    CHECK_THROWS_WITH_AS(code::read_teacher_features(folder.string()),
                          doctest::Contains("body_embeddings.npy: expected [N, out_dim] with N = 3"), Error);
     write_npy((folder / "body_embeddings.npy").string(), Tensor::full({3, 5}, 1.0, Dtype::Float32));
     Tensor mask = Tensor::full({3, 4}, 1.0, Dtype::Float32);
     mask.data<float>()[4] = mask.data<float>()[5] = mask.data<float>()[6] = mask.data<float>()[7] = 0;
     write_npy((folder / "signature_mask.npy").string(), mask);
-    CHECK_THROWS_WITH_AS(apps::code::read_teacher_features(folder.string()), doctest::Contains("row 1 has no token"), Error);
+    CHECK_THROWS_WITH_AS(code::read_teacher_features(folder.string()), doctest::Contains("row 1 has no token"), Error);
     fs::remove(folder / "signature_mask.npy");
     write_npy((folder / "groups.npy").string(), Tensor::zeros({3}, Dtype::Float32));
-    CHECK_THROWS_WITH_AS(apps::code::read_teacher_features(folder.string()), doctest::Contains("groups.npy: expected int64"),
+    CHECK_THROWS_WITH_AS(code::read_teacher_features(folder.string()), doctest::Contains("groups.npy: expected int64"),
                          Error);
     fs::remove(folder / "groups.npy");
-    CHECK(apps::code::read_teacher_features(folder.string()).rows() == 3);
+    CHECK(code::read_teacher_features(folder.string()).rows() == 3);
     std::ofstream(folder / "body_embeddings.npy") << "not a numpy file";
-    CHECK_THROWS_WITH_AS(apps::code::read_teacher_features(folder.string()), doctest::Contains("body_embeddings.npy"), Error);
+    CHECK_THROWS_WITH_AS(code::read_teacher_features(folder.string()), doctest::Contains("body_embeddings.npy"), Error);
     fs::remove_all(folder);
 }

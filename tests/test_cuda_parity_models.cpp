@@ -12,9 +12,9 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "apps/retrieval/pretraining.h"
-#include "apps/retrieval/run_device.h"
-#include "apps/retrieval/training.h"
+#include "retrieval/pretraining.h"
+#include "retrieval/run_device.h"
+#include "retrieval/training.h"
 #include "losses/losses.h"
 #include "nn/embedding.h"
 #include "nn/layer_norm.h"
@@ -408,7 +408,7 @@ TEST_CASE("cuda parity: the retrieval apps' training and pretraining loops on CU
         on_device.device = device_name(device);
         auto model = retrieval::to_run_device(retrieval::make_text_encoder(on_device, tokenizer.vocab_size()), on_device);
         const std::string log = (folder / fmt::format("pretrain_{}.jsonl", device_name(device))).string();
-        retrieval::pretrain_text_encoder(*model, tokenizer, train.passages, retrieval::LexicalTokens::Whitespace, 4,
+        retrieval::pretrain_text_encoder(*model, tokenizer, train.passages, eval::LexicalTokens::Whitespace, 4,
                                          on_device, log);
         return Run{logged_losses(log), embed_all(*model), Tensor(), 0};
     };

@@ -1,4 +1,4 @@
-// Settings sized to the data (apps/retrieval/data_sizes.h): the vocabulary rule, the length
+// Settings sized to the data (retrieval/data_sizes.h): the vocabulary rule, the length
 // rule, and that a value the user chose is kept.
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "apps/retrieval/data_sizes.h"
+#include "retrieval/data_sizes.h"
 #include "data/tokenizer.h"
 
-using namespace nce::apps::retrieval;
+using namespace nce::retrieval;
 
 namespace {
 

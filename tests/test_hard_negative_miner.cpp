@@ -1,16 +1,16 @@
-// nce mine's miner (apps/pairs/hard_negative_miner.h) and its BM25 scorer: the rank range,
+// nce mine's miner (retrieval/pairs/hard_negative_miner.h) and its BM25 scorer: the rank range,
 // both margins against the lowest positive, positives (and their white-space twins) never
 // mined, K and dropping, ties broken by candidate order, reciprocal rank fusion with each
 // scorer's margin, the random pick, and the CSV read back by the pairs reader.
 #include <map>
 
-#include "apps/pairs/candidate_scorers.h"
-#include "apps/pairs/hard_negative_miner.h"
+#include "retrieval/pairs/candidate_scorers.h"
+#include "retrieval/pairs/hard_negative_miner.h"
 #include "engine/threads.h"
 #include "tests/test_helpers.h"
 
 using namespace nce;
-using namespace nce::apps::pairs;
+using namespace nce::pairs;
 
 namespace {
 
@@ -197,7 +197,7 @@ TEST_CASE("mine: the candidates and queries of a pairs file; positives and their
     CHECK(input.queries[1].excluded == std::vector<int64_t>{1, 5});     // its anchor, found in the corpus
 
     // Mined with BM25 over everything, no query ever gets one of its excluded texts.
-    Bm25CandidateScorer bm25(input.candidates, apps::retrieval::LexicalTokens::Whitespace, {});
+    Bm25CandidateScorer bm25(input.candidates, eval::LexicalTokens::Whitespace, {});
     MiningResult result = mine_pairs(input, {&bm25}, settings_with(1, 10, 3));
     for (size_t q = 0; q < input.queries.size(); ++q)
         for (int64_t negative : result.negatives[q].negatives)

@@ -1,4 +1,4 @@
-// nce train's own parts (apps/pairs/): which losses fit a pairs file's columns, the files as
+// nce train's own parts (retrieval/pairs/): which losses fit a pairs file's columns, the files as
 // one data set and its split (validation file measured, corpus searched, negatives never
 // relevant), and infonce taking the data's negatives as extra candidates.
 #include <unistd.h>
@@ -6,11 +6,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "apps/pairs/loss_fit.h"
-#include "apps/pairs/pairs_app.h"
-#include "apps/retrieval/rankings.h"
-#include "apps/retrieval/text_model.h"
-#include "apps/retrieval/training.h"
+#include "retrieval/pairs/loss_fit.h"
+#include "retrieval/pairs/pairs_app.h"
+#include "eval/rankings.h"
+#include "retrieval/text_model.h"
+#include "retrieval/training.h"
 #include "tests/test_helpers.h"
 
 namespace fs = std::filesystem;
@@ -147,7 +147,7 @@ TEST_CASE("pairs data set: the validation file is measured, the corpus searched,
     std::vector<std::string> searched;
     for (const data::Passage& passage : splits.test.passages) searched.push_back(passage.text);
     CHECK(searched == Names{"cherries are red", "plums are purple", "pears are green", "kiwis are brown"});
-    eval::RelevantSets relevant = retrieval::relevant_sets(splits.test);
+    eval::RelevantSets relevant = eval::relevant_sets(splits.test);
     CHECK(relevant == eval::RelevantSets{{0}, {1}});  // each query's negative is the other's positive, not relevant
     int64_t marked = 0;
     for (const data::Relevance& entry : splits.train.relevance) marked += entry.hard_negative ? 1 : 0;

@@ -1,5 +1,5 @@
-// The retrieval apps' shared parts (apps/retrieval/) and the KorQuAD generator
-// (apps/korquad/): lexical tokens, the hybrid fusion and its weight, the metric table with its
+// The retrieval apps' shared parts (retrieval/) and the KorQuAD generator
+// (retrieval/korquad/): lexical tokens, the hybrid fusion and its weight, the metric table with its
 // intervals, the SVG charts (error bars, legend, round ticks), the run configuration, and
 // generated data that the real reader accepts.
 #include <unistd.h>
@@ -14,17 +14,17 @@
 #include <set>
 #include <sstream>
 
-#include "apps/korquad/korquad_generator.h"
-#include "apps/retrieval/axis_ticks.h"
-#include "apps/retrieval/metric_table.h"
-#include "apps/retrieval/passage_index.h"
-#include "apps/retrieval/pretraining.h"
-#include "apps/retrieval/training_windows.h"
-#include "apps/retrieval/rankings.h"
-#include "apps/retrieval/run_device.h"
-#include "apps/retrieval/run_config.h"
-#include "apps/retrieval/svg_charts.h"
-#include "apps/retrieval/text_model.h"
+#include "retrieval/korquad/korquad_generator.h"
+#include "retrieval/axis_ticks.h"
+#include "retrieval/metric_table.h"
+#include "retrieval/passage_index.h"
+#include "retrieval/pretraining.h"
+#include "retrieval/training_windows.h"
+#include "eval/rankings.h"
+#include "retrieval/run_device.h"
+#include "retrieval/run_config.h"
+#include "retrieval/svg_charts.h"
+#include "retrieval/text_model.h"
 #include "data/korquad_reader.h"
 #include "nn/checkpoint.h"
 #include "tests/test_helpers.h"
@@ -32,57 +32,57 @@
 namespace fs = std::filesystem;
 using namespace nce;
 using namespace nce::apps;
-using namespace nce::apps::retrieval;
+using namespace nce::retrieval;
 
 TEST_CASE("lexical tokens: whitespace words without edge punctuation, and bigrams inside words") {
-    CHECK(lexical_tokens("서울의 날씨는?", LexicalTokens::Whitespace) == std::vector<std::string>{"서울의", "날씨는"});
-    CHECK(lexical_tokens("서울의 날씨는?", LexicalTokens::WhitespaceAndBigrams) ==
+    CHECK(eval::lexical_tokens("서울의 날씨는?", eval::LexicalTokens::Whitespace) == std::vector<std::string>{"서울의", "날씨는"});
+    CHECK(eval::lexical_tokens("서울의 날씨는?", eval::LexicalTokens::WhitespaceAndBigrams) ==
           std::vector<std::string>{"서울의", "서울", "울의", "날씨는", "날씨", "씨는"});
-    CHECK(lexical_tokens("  \"Hello,\"  World! ", LexicalTokens::Whitespace) == std::vector<std::string>{"hello", "world"});
-    CHECK(lexical_tokens("... ?", LexicalTokens::Whitespace).empty());
-    CHECK(lexical_tokens("a", LexicalTokens::WhitespaceAndBigrams) == std::vector<std::string>{"a"});
+    CHECK(eval::lexical_tokens("  \"Hello,\"  World! ", eval::LexicalTokens::Whitespace) == std::vector<std::string>{"hello", "world"});
+    CHECK(eval::lexical_tokens("... ?", eval::LexicalTokens::Whitespace).empty());
+    CHECK(eval::lexical_tokens("a", eval::LexicalTokens::WhitespaceAndBigrams) == std::vector<std::string>{"a"});
 }
 
 TEST_CASE("bm25 rankings: the passage sharing the query's word under another particle needs bigrams") {
     std::vector<std::string> passages = {"한솔시는 1923년에 세워졌다", "다른 도시의 이야기", "한솔시의 강"};
     std::vector<std::string> queries = {"한솔시가 만들어진 해는?"};
-    RankedLists words = bm25_rankings(queries, passages, LexicalTokens::Whitespace, {1.5, 0.75}, 3);
-    RankedLists bigrams = bm25_rankings(queries, passages, LexicalTokens::WhitespaceAndBigrams, {1.5, 0.75}, 3);
+    eval::RankedLists words = eval::bm25_rankings(queries, passages, eval::LexicalTokens::Whitespace, {1.5, 0.75}, 3);
+    eval::RankedLists bigrams = eval::bm25_rankings(queries, passages, eval::LexicalTokens::WhitespaceAndBigrams, {1.5, 0.75}, 3);
     CHECK(words.scores[0][0] == 0.0);  // no whole word in common
     CHECK(bigrams.scores[0][0] > 0.0);
     CHECK((bigrams.passages[0][0] == 0 || bigrams.passages[0][0] == 2));
 }
 
 TEST_CASE("fusion: a convex combination of min-max normalised scores, missing entries count 0") {
-    RankedLists lexical{{{0, 1, 2}}, {{10.0, 5.0, 0.0}}};  // norm: 1, 0.5, 0
-    RankedLists dense{{{2, 1, 3}}, {{0.9, 0.5, 0.1}}};     // norm: 1, 0.5, 0
-    RankedLists fused = fuse_rankings(lexical, dense, 0.25);
+    eval::RankedLists lexical{{{0, 1, 2}}, {{10.0, 5.0, 0.0}}};  // norm: 1, 0.5, 0
+    eval::RankedLists dense{{{2, 1, 3}}, {{0.9, 0.5, 0.1}}};     // norm: 1, 0.5, 0
+    eval::RankedLists fused = eval::fuse_rankings(lexical, dense, 0.25);
     // 0: 0.75·1 = 0.75   1: 0.75·0.5 + 0.25·0.5 = 0.5   2: 0.75·0 + 0.25·1 = 0.25   3: 0
     REQUIRE(fused.passages[0] == std::vector<int64_t>{0, 1, 2});
     CHECK(fused.scores[0][0] == doctest::Approx(0.75));
     CHECK(fused.scores[0][1] == doctest::Approx(0.5));
     CHECK(fused.scores[0][2] == doctest::Approx(0.25));
-    CHECK(fuse_rankings(lexical, dense, 0.0).passages[0].front() == 0);
-    CHECK(fuse_rankings(lexical, dense, 1.0).passages[0].front() == 2);
-    CHECK_ERROR_MENTIONS(fuse_rankings(lexical, dense, 1.5), "dense weight");
+    CHECK(eval::fuse_rankings(lexical, dense, 0.0).passages[0].front() == 0);
+    CHECK(eval::fuse_rankings(lexical, dense, 1.0).passages[0].front() == 2);
+    CHECK_ERROR_MENTIONS(eval::fuse_rankings(lexical, dense, 1.5), "dense weight");
 }
 
 TEST_CASE("fusion weight: chosen on validation, the smallest weight reaching the best MRR@10") {
     // Query 0: BM25 is right (passage 0); query 1: the model is right (passage 5).
     // Query 0 needs w < 0.976, query 1 needs w > 0.036 (solve fused scores for the winner).
-    RankedLists lexical{{{0, 1, 2}, {4, 5, 6}}, {{2.0, 1.0, 0.0}, {3.0, 2.9, 0.0}}};
-    RankedLists dense{{{1, 0, 2}, {5, 4, 6}}, {{0.8, 0.79, 0.0}, {0.9, 0.1, 0.0}}};
+    eval::RankedLists lexical{{{0, 1, 2}, {4, 5, 6}}, {{2.0, 1.0, 0.0}, {3.0, 2.9, 0.0}}};
+    eval::RankedLists dense{{{1, 0, 2}, {5, 4, 6}}, {{0.8, 0.79, 0.0}, {0.9, 0.1, 0.0}}};
     eval::RelevantSets relevant = {{0}, {5}};
-    FusionChoice choice = choose_fusion_weight(lexical, dense, relevant);
+    eval::FusionChoice choice = eval::choose_fusion_weight(lexical, dense, relevant);
     CHECK(choice.validation_mrr == doctest::Approx(1.0));
-    RankedLists fused = fuse_rankings(lexical, dense, choice.dense_weight);
+    eval::RankedLists fused = eval::fuse_rankings(lexical, dense, choice.dense_weight);
     CHECK(fused.passages[0].front() == 0);
     CHECK(fused.passages[1].front() == 5);
     CHECK(choice.dense_weight == doctest::Approx(0.05));  // the smallest weight on the grid that works
 }
 
 TEST_CASE("metric table: rows scored from rankings, printed, and written as JSON that reads back") {
-    RankedLists rankings{{{3, 1, 2}, {0, 2, 1}}, {{3, 2, 1}, {3, 2, 1}}};
+    eval::RankedLists rankings{{{3, 1, 2}, {0, 2, 1}}, {{3, 2, 1}, {3, 2, 1}}};
     eval::RelevantSets relevant = {{1}, {0}};
     MetricRow row = score_rankings("model", rankings, relevant, standard_columns(true));
     CHECK(row.metrics.at("recall@1") == doctest::Approx(0.5));
@@ -104,8 +104,8 @@ TEST_CASE("metric table: rows scored from rankings, printed, and written as JSON
 // three queries in four and second otherwise: recall@1 = 0.75, MRR@10 = 0.875.
 namespace {
 
-RankedLists three_in_four_first(eval::RelevantSets& relevant) {
-    RankedLists rankings;
+eval::RankedLists three_in_four_first(eval::RelevantSets& relevant) {
+    eval::RankedLists rankings;
     for (int64_t q = 0; q < 40; ++q) {
         int64_t answer = q % 4, other = (answer + 1) % 4;
         rankings.passages.push_back(q % 4 == 3 ? std::vector<int64_t>{other, answer}
@@ -120,7 +120,7 @@ RankedLists three_in_four_first(eval::RelevantSets& relevant) {
 
 TEST_CASE("metric table: each cell prints its interval, the columns stay aligned, the JSON carries low and high") {
     eval::RelevantSets relevant;
-    RankedLists rankings = three_in_four_first(relevant);
+    eval::RankedLists rankings = three_in_four_first(relevant);
     eval::BootstrapOptions bootstrap{1000, 7, 0.95};
     MetricRow row = score_rankings("trained model", rankings, relevant, standard_columns(), bootstrap);
     CHECK(row.metrics.at("recall@1") == doctest::Approx(0.75));
@@ -286,7 +286,7 @@ void check_round_ticks(const std::vector<double>& ticks) {
 
 TEST_CASE("svg bars: an error bar per bar with an interval, the legend inside the picture, round ticks") {
     eval::RelevantSets relevant;
-    RankedLists rankings = three_in_four_first(relevant);
+    eval::RankedLists rankings = three_in_four_first(relevant);
     std::vector<std::string> columns = {"recall@1", "mrr@10", "ndcg@10"};
     MetricTable table{"nce korquad: test split", columns, {}, "", {1000, 3, 0.95}};
     for (const char* name : {"untrained model", "BM25 (whitespace)", "BM25 (whitespace+bigrams)",
@@ -420,16 +420,16 @@ TEST_CASE("korquad generator: the same seed gives the same file, which the KorQu
     for (const data::Relevance& relevance : dataset.relevance) {
         const std::string& question = dataset.queries[static_cast<size_t>(relevance.query)].text;
         const std::string& paragraph = dataset.passages[static_cast<size_t>(relevance.passage)].text;
-        auto share = [&](LexicalTokens tokens) {
-            std::vector<std::string> asked = lexical_tokens(question, tokens);
-            std::vector<std::string> told = lexical_tokens(paragraph, tokens);
+        auto share = [&](eval::LexicalTokens tokens) {
+            std::vector<std::string> asked = eval::lexical_tokens(question, tokens);
+            std::vector<std::string> told = eval::lexical_tokens(paragraph, tokens);
             std::set<std::string> known(told.begin(), told.end());
             double hits = 0;
             for (const std::string& token : asked) hits += known.count(token) ? 1 : 0;
             return hits / static_cast<double>(asked.size());
         };
-        shared_words += share(LexicalTokens::Whitespace);
-        shared_bigrams += share(LexicalTokens::WhitespaceAndBigrams);
+        shared_words += share(eval::LexicalTokens::Whitespace);
+        shared_bigrams += share(eval::LexicalTokens::WhitespaceAndBigrams);
     }
     shared_words /= static_cast<double>(dataset.relevance.size());
     shared_bigrams /= static_cast<double>(dataset.relevance.size());
@@ -653,12 +653,12 @@ TEST_CASE("pretraining: imitating BM25 on the corpus alone lifts a fresh model's
     auto mrr_of = [&](nn::EmbeddingModel& model) {
         Tensor q = encode_texts(model, tokenizer, questions, config.max_query_length, 64);
         Tensor p = encode_texts(model, tokenizer, paragraphs, config.max_passage_length, 64);
-        return eval::retrieval_metrics(passage_lists(dense_rankings(q, p, 10)), relevant_sets(dataset), {10}).at(10).mrr;
+        return eval::retrieval_metrics(eval::passage_lists(eval::dense_rankings(q, p, 10)), eval::relevant_sets(dataset), {10}).at(10).mrr;
     };
     std::unique_ptr<nn::EmbeddingModel> fresh = make_text_encoder(config, tokenizer.vocab_size());
     double before = mrr_of(*fresh);
     PretrainingReport report = pretrain_text_encoder(*fresh, tokenizer, dataset.passages,
-                                                     LexicalTokens::WhitespaceAndBigrams, 8, config, "");
+                                                     eval::LexicalTokens::WhitespaceAndBigrams, 8, config, "");
     double after = mrr_of(*fresh);
     fs::remove_all(folder);
     MESSAGE("MRR@10 of the generated questions over 80 paragraphs: fresh ", before, ", pretrained ", after,

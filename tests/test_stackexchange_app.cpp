@@ -5,14 +5,14 @@
 #include <fstream>
 #include <set>
 
-#include "apps/stackexchange/evaluation_views.h"
-#include "apps/stackexchange/generated_site.h"
-#include "apps/stackexchange/loss_significance.h"
-#include "apps/stackexchange/posts_dataset.h"
+#include "retrieval/stackexchange/evaluation_views.h"
+#include "retrieval/stackexchange/generated_site.h"
+#include "retrieval/stackexchange/loss_significance.h"
+#include "retrieval/stackexchange/posts_dataset.h"
 #include "data/stackexchange_reader.h"
 #include "tests/test_helpers.h"
 
-namespace nce::apps::stackexchange {
+namespace nce::stackexchange {
 namespace {
 
 namespace fs = std::filesystem;
@@ -38,7 +38,7 @@ double bm25_accuracy_at_1(const data::RetrievalDataset& dataset) {
     std::vector<std::string> queries, passages;
     for (const auto& query : dataset.queries) queries.push_back(query.text);
     for (const auto& passage : dataset.passages) passages.push_back(passage.text);
-    ScoreMatrix scores = bm25_score_matrix(queries, passages, retrieval::LexicalTokens::Whitespace, {1.5, 0.75});
+    ScoreMatrix scores = bm25_score_matrix(queries, passages, eval::LexicalTokens::Whitespace, {1.5, 0.75});
     EvaluationViews views = make_evaluation_views(dataset, scores, {});
     return score_view("bm25", rank_in_view(scores, views, View::Overall), views).metrics.at("accuracy@1");
 }
@@ -167,7 +167,7 @@ TEST_CASE("evaluation views: in-batch blocks, BM25's strangers as hard negatives
     // A ranker that likes p4 best for every query. Hard-negative view: q0 ranks {p4, p0, p1}
     // and q1 {p4, p2} (right answer second); q2 ranks {p3, p0} and q3 {p4, p0} (right first).
     ScoreMatrix dense = {{0.5, 0.1, 0, 0, 1}, {0, 0, 0.5, 0, 1}, {0, 0, 0, 0.5, 1}, {0, 0, 0, 0, 1}};
-    retrieval::RankedLists overall = rank_in_view(dense, views, View::Overall);
+    eval::RankedLists overall = rank_in_view(dense, views, View::Overall);
     CHECK(overall.passages[0] == std::vector<int64_t>{4, 0, 1, 2, 3});
     CHECK(overall.scores[0][0] == 1.0);
     retrieval::MetricRow row = score_view("dense", rank_in_view(dense, views, View::HardNegative), views);
@@ -271,4 +271,4 @@ TEST_CASE("score_view: every cell carries its interval and per-query values") {
 }
 
 }  // namespace
-}  // namespace nce::apps::stackexchange
+}  // namespace nce::stackexchange

@@ -1,18 +1,18 @@
-// The term part's share of the score, chosen on validation (apps/retrieval/term_share.h): one
+// The term part's share of the score, chosen on validation (retrieval/term_share.h): one
 // encoding at the learned weight ranks as the model re-encoded at another weight would, and
 // the choice is the smallest grid share with the best validation MRR@10, written into the model.
 #include <cmath>
 #include <memory>
 #include <vector>
 
-#include "apps/retrieval/rankings.h"
-#include "apps/retrieval/run_config.h"
-#include "apps/retrieval/term_share.h"
-#include "apps/retrieval/text_model.h"
+#include "eval/rankings.h"
+#include "retrieval/run_config.h"
+#include "retrieval/term_share.h"
+#include "retrieval/text_model.h"
 #include "tests/test_helpers.h"
 
 using namespace nce;
-using namespace nce::apps::retrieval;
+using namespace nce::retrieval;
 
 namespace {
 
@@ -87,7 +87,7 @@ TEST_CASE("term share: the smallest grid share that ranks validation best, writt
                                            1, 0, 0, c0 * 1, 0, 0},                // passage 1
                                           {2, 6}, Dtype::Float32);
     eval::RelevantSets relevant = {{0}};
-    auto rank = [](const Tensor& q, const Tensor& p) { return dense_rankings(q, p, 2); };
+    auto rank = [](const Tensor& q, const Tensor& p) { return eval::dense_rankings(q, p, 2); };
 
     // best_term_share finds it and leaves c as it was; set_term_share writes it.
     TermShareChoice found = best_term_share(*model, queries, passages, rank, relevant);
@@ -125,7 +125,7 @@ TEST_CASE("term share: a model without term weights is scored as it is; no valid
     // Its score is its validation MRR@10 as it is: the query's answer, passage 1, ranks second.
     Tensor query = Tensor::from_vector({1, 0}, {1, 2}, Dtype::Float32);
     Tensor passages = Tensor::from_vector({1, 0, 0.5, 0.5}, {2, 2}, Dtype::Float32);
-    auto rank = [](const Tensor& q, const Tensor& p) { return dense_rankings(q, p, 2); };
+    auto rank = [](const Tensor& q, const Tensor& p) { return eval::dense_rankings(q, p, 2); };
     TermShareChoice plain_choice = best_term_share(*plain, query, passages, rank, {{1}});
     set_term_share(*plain, plain_choice);  // nothing chosen: nothing to write
     CHECK_FALSE(plain_choice.chosen);

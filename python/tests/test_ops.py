@@ -100,6 +100,23 @@ def test_every_engine_op_is_bound_and_covered():
         assert callable(getattr(nce, op))
 
 
+def test_every_op_documents_its_arguments_shapes_and_backward():
+    """help(nce.<op>) reads as a reference: typed parameters (never pybind11's 'handle'), the
+    shapes, the backward in one line, and the page or source file where it is derived."""
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    for op in {case[1] for case in CASES}:
+        doc = getattr(nce, op).__doc__
+        signature = doc.splitlines()[0]
+        assert "handle" not in signature, signature
+        assert "Var | array_like" in signature or op in ("concat", "stack"), signature
+        assert "Backward:" in doc, op
+        assert "[" in doc or "any shape" in doc or "elementwise" in doc, f"{op}: no shapes in {doc!r}"
+        places = [word.rstrip(".,;") for word in doc.split() if word.startswith(("docs/", "engine/ops/"))]
+        assert places, f"{op}: names no derivation"
+        for place in places:
+            assert os.path.exists(os.path.join(root, place)), f"{op}: {place} does not exist"
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("case", CASES, ids=[case[0] for case in CASES])
 def test_op_equals_cpp_bit_for_bit(case, dtype, op_reference, tmp_path):

@@ -1,0 +1,48 @@
+// The table of retrieval/pairs/loss_fit.h, as code.
+#include "retrieval/pairs/loss_fit.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "retrieval/training.h"
+#include "engine/error.h"
+
+namespace nce::pairs {
+namespace {
+
+// Why `loss` does not fit the file's columns, or "" when it does.
+std::string misfit(const data::PairsFile& file, const std::string& loss, const std::string& triplet_negatives) {
+    const bool negatives = file.negative_columns > 0;
+    const bool score = file.has_score;
+    if (loss == "listwise" || loss == "cosent" || loss == "contrastive")
+        return negatives || score ? "" : "it needs a score column or negative columns to tell good pairs from bad";
+    if (score && loss != "rank_infonce") return "it treats every pair as a positive and would ignore the score column";
+    if (negatives && (loss == "multi_positive" || loss == "rank_infonce" || loss == "matryoshka"))
+        return "it would ignore the negative columns";
+    if (negatives && loss == "hard_negative_infonce")
+        return "it counts every text of a query as a positive, so it would pull the negatives towards the anchor";
+    if (!negatives && loss == "triplet" && triplet_negatives == "hard_negative")
+        return "--triplet-negatives hard_negative needs negative columns (or use in_batch or mixed)";
+    return "";
+}
+
+}  // namespace
+
+std::vector<std::string> losses_that_fit(const data::PairsFile& file, const std::string& triplet_negatives) {
+    std::vector<std::string> fitting;
+    for (const std::string& loss : retrieval::training_loss_names())
+        if (misfit(file, loss, triplet_negatives).empty()) fitting.push_back(loss);
+    return fitting;
+}
+
+void check_loss_fits(const data::PairsFile& file, const std::string& loss, const std::string& triplet_negatives) {
+    const std::vector<std::string>& known = retrieval::training_loss_names();
+    NCE_CHECK(std::find(known.begin(), known.end(), loss) != known.end(),
+              "--loss {}: not a loss nce train can train with; use one of: {}", loss, fmt::join(known, ", "));
+    std::string reason = misfit(file, loss, triplet_negatives);
+    NCE_CHECK(reason.empty(), "--loss {} does not fit {} (columns: {}): {}; losses that fit these columns: {}", loss,
+              file.path, fmt::join(file.columns, ", "), reason, fmt::join(losses_that_fit(file, triplet_negatives), ", "));
+}
+
+}  // namespace nce::pairs

@@ -1,0 +1,1051 @@
+// The shared end-to-end run of a retrieval app and its train / eval / index / search commands.
+#include "retrieval/retrieval_app.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "retrieval/device_name.h"
+#include "retrieval/gemm_precision_option.h"
+#include "retrieval/data_sizes.h"
+#include "retrieval/model_card.h"
+#include "retrieval/passage_index.h"
+#include "retrieval/pretraining.h"
+#include "retrieval/run_device.h"
+#include "retrieval/svg_charts.h"
+#include "retrieval/term_share.h"
+#include "retrieval/text_model.h"
+#include "retrieval/training_windows.h"
+#include "distributed/rank_output_folder.h"
+#include "distributed/world.h"
+#include "engine/atomic_file.h"
+#include "engine/error.h"
+#include "engine/json_nesting.h"
+#include "engine/threads.h"
+#include "nn/checkpoint.h"
+#include "nn/sentence_transformers_folder.h"
+
+namespace nce::retrieval {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+std::vector<std::string> query_texts_of(const data::RetrievalDataset& dataset) {
+    std::vector<std::string> texts;
+    for (const data::Query& query : dataset.queries) texts.push_back(query.text);
+    return texts;
+}
+
+std::vector<std::string> passage_texts_of(const data::RetrievalDataset& dataset) {
+    std::vector<std::string> texts;
+    for (const data::Passage& passage : dataset.passages) texts.push_back(passage.text);
+    return texts;
+}
+
+// Chunk rankings -> passage rankings: a passage takes the score of its best chunk (its first
+// appearance in the best-first chunk list); at most `depth` passages.
+eval::RankedLists best_chunk_rankings(const eval::RankedLists& by_chunk, const std::vector<PassageChunk>& chunks, int64_t depth) {
+    eval::RankedLists by_passage;
+    by_passage.passages.resize(by_chunk.passages.size());
+    by_passage.scores.resize(by_chunk.passages.size());
+    for (size_t q = 0; q < by_chunk.passages.size(); ++q) {
+        std::set<int64_t> seen;
+        for (size_t r = 0; r < by_chunk.passages[q].size(); ++r) {
+            int64_t passage = chunks[static_cast<size_t>(by_chunk.passages[q][r])].passage;
+            if (!seen.insert(passage).second) continue;
+            by_passage.passages[q].push_back(passage);
+            by_passage.scores[q].push_back(by_chunk.scores[q][r]);
+            if (static_cast<int64_t>(by_passage.passages[q].size()) == depth) break;
+        }
+    }
+    return by_passage;
+}
+
+// A split's window rankings -> passage rankings: the `depth` best passages, each as its best
+// window, from at most 8 x depth windows.
+eval::RankedLists window_rankings(const Tensor& queries, const Tensor& windows, const std::vector<PassageChunk>& chunks,
+                            int64_t depth) {
+    const int64_t all = static_cast<int64_t>(chunks.size());
+    return best_chunk_rankings(eval::dense_rankings(queries, windows, depth >= all / 8 ? all : 8 * depth),
+                               chunks, depth);
+}
+
+std::string bm25_row_name(eval::LexicalTokens tokens) { return fmt::format("BM25 ({})", eval::lexical_tokens_name(tokens)); }
+
+// Loads the app's data set and checks it has something to retrieve.
+data::RetrievalDataset load_checked(const RetrievalApp& app, const RunConfig& config) {
+    data::RetrievalDataset dataset = app.load_dataset(config);
+    std::string source = config.data.empty() ? "the generated data" : config.data;
+    NCE_CHECK(!dataset.passages.empty(), "{}: the corpus is empty (no passages); check the data file", source);
+    NCE_CHECK(!dataset.queries.empty(), "{}: no queries with an answer; check the data file", source);
+    return dataset;
+}
+
+// The split sizes for results.json.
+nlohmann::json split_sizes(const data::DatasetSplits& splits) {
+    auto sizes = [](const data::RetrievalDataset& d) {
+        return nlohmann::json{{"queries", d.queries.size()}, {"passages", d.passages.size()}};
+    };
+    return {{"train", sizes(splits.train)}, {"validation", sizes(splits.validation)}, {"test", sizes(splits.test)}};
+}
+
+// split.json: which queries (by the data's own ids) each split holds, so that another tool can
+// train and test on exactly the run's split (benchmarks/peer/finetune_peer.sh does).
+void write_split_ids(const std::string& path, const data::DatasetSplits& splits) {
+    auto ids = [](const data::RetrievalDataset& d) {
+        nlohmann::json list = nlohmann::json::array();
+        for (const data::Query& query : d.queries) list.push_back(query.id);
+        return list;
+    };
+    nlohmann::json json = {{"train", ids(splits.train)}, {"validation", ids(splits.validation)}, {"test", ids(splits.test)}};
+    write_text_file_atomically(path, json.dump() + "\n");
+}
+
+void print_truncation(const char* what, const TruncationCount& count, int64_t max_length) {
+    if (count.truncated > 0)
+        fmt::print("{} of {} {} were longer than {} tokens and were truncated\n", count.truncated, count.texts, what,
+                   max_length);
+}
+
+// Writes results.json, metrics.svg and (after training) training_curves.svg; prints the table.
+void report(const RetrievalApp& app, const RunConfig& config, const RunFiles& files, const RunOutcome& outcome,
+            const nlohmann::json& facts, bool trained) {
+    nlohmann::json extra = facts;
+    extra["app"] = app.name;
+    extra["data"] = config.data.empty() ? "generated" : config.data;
+    extra["seed"] = config.seed;
+    extra["threads"] = num_threads();
+    extra["gemm_precision"] = config.gemm_precision;
+    extra["fusion"] = {{"method", "dense_weight * minmax(dense) + (1 - dense_weight) * minmax(bm25), per query"},
+                       {"dense_weight", outcome.fusion.dense_weight},
+                       {"chosen_on", "validation MRR@10"},
+                       {"validation_mrr@10", outcome.fusion.validation_mrr}};
+    extra["against_bm25"] = baseline_comparison_to_json(outcome.against_bm25);
+    extra["truncated"] = {{"test_queries", outcome.test_queries.truncated},
+                          {"test_passages", app.chunked_passages ? 0 : outcome.test_passages.truncated},
+                          {"test_passages_read_in_chunks", outcome.test_passages_in_chunks},
+                          {"max_query_length", config.max_query_length},
+                          {"max_passage_length", config.max_passage_length}};
+    if (trained) {
+        extra["training"] = {{"loss", config.loss},
+                             {"steps", outcome.training.result.steps},
+                             {"last_loss", outcome.training.result.last_loss},
+                             {"best_validation_mrr@10", outcome.training.result.best_metric.value_or(-1.0)},
+                             {"best_step", outcome.training.best_step},
+                             {"stopped_early", outcome.training.result.stopped_early},
+                             {"batches_per_epoch", outcome.training.batches_per_epoch},
+                             {"seconds", outcome.training.seconds},
+                             {"truncated_train_queries", outcome.training.queries.truncated},
+                             {"truncated_train_passages", outcome.training.passages.truncated}};
+    }
+    extra["seconds"] = outcome.seconds;
+    extra["test_split"] = app.test_split_name ? app.test_split_name(config) : "test split";
+    if (app.extra_results) {
+        nlohmann::json app_facts = app.extra_results(config);
+        if (app_facts.is_object())
+            for (const auto& [key, value] : app_facts.items()) extra[key] = value;
+    }
+    write_results_json(files.results, outcome.table, extra);
+    if (trained)
+        write_text_file_atomically(files.model_card,
+                                   model_card_markdown("nce " + app.name, config, outcome.table, extra));
+    write_metric_bars_svg(outcome.table, files.metrics_svg);
+    if (trained && fs::exists(files.log))
+        write_training_curves_svg(files.log, files.curves_svg, fmt::format("nce {}: training ({})", app.name, config.loss));
+    fmt::print("\n{}\n", format_metric_table(outcome.table));
+    fmt::print("{}", baseline_comparison_note(outcome.against_bm25));
+    fmt::print("hybrid: {:.2f} x dense + {:.2f} x BM25 (min-max normalised per query; weight chosen on validation MRR@10 "
+               "{:.3f})\n",
+               outcome.fusion.dense_weight, 1 - outcome.fusion.dense_weight, outcome.fusion.validation_mrr);
+    print_truncation("test queries", outcome.test_queries, config.max_query_length);
+    if (app.chunked_passages)
+        fmt::print("the model read the {} test passages longer than {} tokens in overlapping chunks ({} tokens of "
+                   "overlap), each passage scoring as its best chunk\n",
+                   outcome.test_passages_in_chunks, config.max_passage_length, app.chunk_overlap);
+    else
+        print_truncation("test passages", outcome.test_passages, config.max_passage_length);
+    fmt::print("wrote {} (results.json, metrics.svg{}) in {:.1f} s\n", files.output,
+               !trained ? ""
+               : is_model_folder(config.init)
+                   ? ", training_curves.svg, model.safetensors, tokenizer/, sentence-transformers/, train_log.jsonl, README.md"
+                   : ", training_curves.svg, model.safetensors, tokenizer.model, train_log.jsonl, README.md",
+               outcome.seconds);
+}
+
+// A run's output folder that did not exist before the run is removed again when the run
+// stops before its model starts learning from pairs (a bad setting, data too small to
+// pretrain on, an --init of another size): nothing is left half written.
+class NewFolderGuard {
+public:
+    explicit NewFolderGuard(std::string path) : path_(std::move(path)), is_new_(!fs::exists(path_)) {}
+    ~NewFolderGuard() {
+        std::error_code ignored;
+        if (is_new_ && !kept_) fs::remove_all(path_, ignored);
+    }
+    void keep() { kept_ = true; }
+
+private:
+    std::string path_;
+    bool is_new_;
+    bool kept_ = false;
+};
+
+// A config whose maximum lengths fit the model's positions (eval of a model trained with others);
+// a length still sized to the data (no run config.json was found) becomes the model's max_len.
+RunConfig fitted_to(const RunConfig& config, const nn::EmbeddingModel& model) {
+    RunConfig fitted = config;
+    const int64_t most = model.config().max_len;
+    auto fit = [most](int64_t length) { return length == kSizedToData ? most : std::min(length, most); };
+    fitted.max_query_length = fit(config.max_query_length);
+    fitted.max_passage_length = fit(config.max_passage_length);
+    return fitted;
+}
+
+// Where a run fine-tuned from a pretrained folder keeps that folder's tokenizer files.
+fs::path pretrained_tokenizer_folder(const std::string& run_folder) { return fs::path(run_folder) / "tokenizer"; }
+
+// Where such a run writes its model as a sentence-transformers folder.
+fs::path sentence_transformers_folder(const std::string& run_folder) {
+    return fs::path(run_folder) / "sentence-transformers";
+}
+
+// The hybrid's dense weight the run chose on validation (its results.json), when `checkpoint`
+// is the run's own model; none otherwise.
+std::optional<double> run_dense_weight(const RunFiles& files, const std::string& checkpoint) {
+    std::error_code error;
+    if (!fs::exists(files.results, error) || !fs::equivalent(checkpoint, files.model, error)) return std::nullopt;
+    try {
+        std::ifstream file(files.results);
+        std::string text{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+        check_json_nesting(text, files.results);
+        return nlohmann::json::parse(text).at("fusion").at("dense_weight").get<double>();
+    } catch (const nlohmann::json::exception&) {
+        return std::nullopt;
+    }
+}
+
+// The tokenizer for a checkpoint: the one beside it (tokenizer_beside), else the run's.
+data::Tokenizer tokenizer_for(const std::string& checkpoint_path, const RunFiles& files) {
+    std::string path = tokenizer_beside(fs::path(checkpoint_path).parent_path().string());
+    if (path.empty()) path = files.tokenizer;
+    NCE_CHECK(fs::exists(path), "tokenizer {}: no such file (train first: it is written beside the model)", path);
+    return data::Tokenizer::load(path);
+}
+
+// The model --init names, checked against the run's sizes: a checkpoint of another kind or
+// size is one line naming both and the flags to change.
+std::unique_ptr<nn::EmbeddingModel> load_init(const RunConfig& config, int64_t vocab_size) {
+    if (is_model_folder(config.init)) return load_pretrained_folder(config.init, config);  // sizes are its own
+    std::unique_ptr<nn::EmbeddingModel> model = load_text_encoder(config.init);  // names the file when it is no text_encoder
+    const nn::ModelConfig& found = model->config();
+    nn::ModelConfig wanted = text_encoder_config(config, vocab_size);
+    auto sizes = [](const nn::ModelConfig& c) {
+        return fmt::format("vocabulary {}, max_len {}, d_model {}, {} layers, {} heads, dim_feedforward {}, lexical_dim {}{}",
+                           c.vocab_size, c.max_len, c.d_model, c.num_layers, c.nhead, c.dim_feedforward, c.lexical_dim,
+                           c.term_weights ? " (term weights)" : "");
+    };
+    NCE_CHECK(sizes(found) == sizes(wanted) && found.out_dim == wanted.out_dim,
+              "--init {}: the checkpoint is a text_encoder of {}, but this run builds one of {}; pass the sizes it "
+              "was trained with (--d-model, --num-layers, --nhead, --dim-feedforward, --lexical-dim, --max-query-length, "
+              "--max-passage-length) or another checkpoint", config.init, sizes(found), sizes(wanted));
+    // The prompts are no part of the size: the run's own win, and are saved with its model.
+    if (found.query_prompt != wanted.query_prompt || found.passage_prompt != wanted.passage_prompt)
+        fmt::print("--init {}: the checkpoint reads queries after \"{}\" and passages after \"{}\"; this run trains and "
+                   "saves the prompts \"{}\" and \"{}\" (--query-prompt, --passage-prompt)\n",
+                   config.init, found.query_prompt, found.passage_prompt, wanted.query_prompt, wanted.passage_prompt);
+    return with_model_prompts(std::move(model), wanted.query_prompt, wanted.passage_prompt);
+}
+
+// Whether the run's tokenizer reads names as words: the app's choice (code's, StackExchange's),
+// or "app": {"identifier_words": true} in the run's config (`nce train --identifier-words`).
+bool reads_identifier_words(const RetrievalApp& app, const RunConfig& config) {
+    if (app.identifier_words) return true;
+    if (!config.app.contains("identifier_words")) return false;
+    const nlohmann::json& value = config.app.at("identifier_words");
+    NCE_CHECK(value.is_boolean(), "config: app.identifier_words must be true or false, got {}", value.dump());
+    return value.get<bool>();
+}
+
+// The run's tokenizer: with --init, the tokenizer.model beside that checkpoint (its ids are
+// the ones the checkpoint learned), copied into the output folder; else one trained on
+// `training_texts` (the training split's queries and passages).
+data::Tokenizer run_tokenizer(const RetrievalApp& app, const RunConfig& config,
+                              const std::vector<std::string>& training_texts, const RunFiles& files) {
+    if (is_model_folder(config.init)) {
+        // The folder's model and tokenizer are checked where the user put them (their files
+        // named in any error), before anything is copied.
+        const int64_t model_vocabulary = nn::sentence_transformers_config(config.init).vocab_size;
+        data::Tokenizer own = data::Tokenizer::load(config.init);
+        NCE_CHECK(own.vocab_size() <= model_vocabulary,
+                  "--init {}: its tokenizer gives ids up to {}, more than the model's vocabulary ({}); the folder "
+                  "mixes two models", config.init, own.vocab_size(), model_vocabulary);
+        std::string kept = pretrained_tokenizer_folder(files.output).string();
+        copy_tokenizer_files(config.init, kept);
+        return data::Tokenizer::load(kept);
+    }
+    if (!config.init.empty()) {
+        fs::path beside = fs::path(config.init).parent_path() / "tokenizer.model";
+        NCE_CHECK(fs::is_regular_file(config.init), "--init {}: no such file (give a model checkpoint, e.g. "
+                  "runs/<app>/pretrained.safetensors)", config.init);
+        load_text_encoder(config.init);  // a checkpoint of another kind: the error names it
+        NCE_CHECK(fs::is_regular_file(beside), "--init {}: no tokenizer.model beside it; the checkpoint's token ids "
+                  "need the tokenizer it was trained with (keep the run's folder together)", config.init);
+        std::error_code error;
+        if (!fs::equivalent(beside, files.tokenizer, error))
+            copy_file_atomically(beside.string(), files.tokenizer, fmt::format("--init {}", config.init));
+        return data::Tokenizer::load(files.tokenizer);
+    }
+    return train_run_tokenizer(training_texts, config, config.output, reads_identifier_words(app, config));
+}
+
+}  // namespace
+
+// run_tokenizer, with the vocabulary and the lengths sized to the data where the config leaves
+// them at -1 (data_sizes.h): the vocabulary before the tokenizer is trained, the lengths after.
+data::Tokenizer sized_run_tokenizer(const RetrievalApp& app, RunConfig& config, const data::DatasetSplits& splits,
+                                    const RunFiles& files) {
+    std::vector<std::string> queries = query_texts_of(splits.train), passages = passage_texts_of(splits.train);
+    std::vector<std::string> texts = queries;
+    texts.insert(texts.end(), passages.begin(), passages.end());
+    if (config.init.empty()) size_vocabulary(config, texts);
+    data::Tokenizer tokenizer = run_tokenizer(app, config, texts, files);
+    if (config.vocab_size == kSizedToData) config.vocab_size = tokenizer.vocab_size();  // --init's tokenizer
+    size_lengths(config, tokenizer, queries, passages);
+    if (is_model_folder(config.init)) {  // the model reads no more than its max_seq_length
+        int64_t most = nn::sentence_transformers_config(config.init).max_len;
+        config.max_query_length = std::min(config.max_query_length, most);
+        config.max_passage_length = std::min(config.max_passage_length, most);
+    }
+    return tokenizer;
+}
+
+namespace {
+
+// The facts of results.json every run starts with: the split's sizes and the tokenizer's.
+nlohmann::json split_and_tokenizer_facts(const data::DatasetSplits& splits, const data::Tokenizer& tokenizer) {
+    return {{"split", split_sizes(splits)},
+            {"tokenizer_pieces", tokenizer.vocab_size()},
+            {"tokenizer_identifier_words", tokenizer.reads_identifier_words()}};
+}
+
+// "tokenizer: N pieces (path)", then whether it reads names as words, and when the text filled
+// fewer pieces than vocab_size allows, so.
+void print_tokenizer(const data::Tokenizer& tokenizer, const RunConfig& config, const RunFiles& files) {
+    bool pretrained = is_model_folder(config.init);
+    fmt::print("tokenizer: {} pieces ({}){}{}\n", tokenizer.vocab_size(),
+               pretrained ? pretrained_tokenizer_folder(files.output).string() + ", the pretrained model's"
+                          : files.tokenizer,
+               tokenizer.reads_identifier_words()
+                   ? "; names and words read apart from case and punctuation (getLineNumber(x) -> get line number ( x ))"
+                   : "",
+               !pretrained && tokenizer.vocab_size() < config.vocab_size
+                   ? fmt::format("; the text fills no more than that of the {} asked for", config.vocab_size)
+                   : "");
+}
+
+// --max-steps, when the user gives it, bounds the corpus-sized pretraining too: a short run is short.
+int64_t pretraining_step_limit(const RetrievalApp& app, const RunConfig& config) {
+    return config.max_steps != app.defaults.max_steps ? config.max_steps : std::numeric_limits<int64_t>::max();
+}
+
+// The run's phases and their steps, printed before the first one starts (the progress lines
+// then give each phase's ETA): pretraining's count is the one pretrain_text_encoder will take.
+void print_plan(const RetrievalApp& app, const RunConfig& config, const data::Tokenizer& tokenizer,
+                const data::RetrievalDataset& dataset, const nn::EmbeddingModel& model, bool pretraining) {
+    std::string phases;
+    if (pretraining) {
+        int64_t window = passage_window(tokenizer, model.config().passage_prompt, config.max_passage_length,
+                                        app.chunk_overlap);
+        int64_t windows =
+            static_cast<int64_t>(chunk_passages(dataset.passages, tokenizer, window, app.chunk_overlap).size());
+        phases = fmt::format("corpus pretraining, {} steps of {} pseudo-queries; then ",
+                             pretraining_steps(config, windows, pretraining_step_limit(app, config)),
+                             config.pretrain_batch_size);
+    }
+    fmt::print("plan: {}training, {} steps of {} rows{}; a progress line gives each phase's ETA\n", phases,
+               config.max_steps, config.batch_size,
+               config.evaluate_every > 0 ? fmt::format(", validation every {} steps", config.evaluate_every) : "");
+    std::fflush(stdout);
+}
+
+// Corpus pretraining of `model` (pretraining.h) over every passage of the data set; saves
+// pretrained.safetensors. Prints what it did.
+PretrainingReport pretrain_and_save(const RetrievalApp& app, const RunConfig& config, const RunFiles& files,
+                                    const data::Tokenizer& tokenizer, const data::RetrievalDataset& dataset,
+                                    nn::EmbeddingModel& model) {
+    fmt::print("pretraining on the corpus ({} passages): imitating BM25 ({}) on pseudo-queries\n",
+               dataset.passages.size(), eval::lexical_tokens_name(app.bm25_variants.back()));
+    std::fflush(stdout);
+    PretrainingReport report = pretrain_text_encoder(model, tokenizer, dataset.passages, app.bm25_variants.back(),
+                                                     app.chunk_overlap, config, files.pretrain_log,
+                                                     pretraining_step_limit(app, config));
+    nn::save_model(files.pretrained, model, {{"pretraining", "imitating BM25 on the corpus"}});
+    fmt::print("pretrained {} steps on {} windows in {:.1f} s (last loss {:.4f}); on {} fresh pseudo-queries the source "
+               "window is BM25's top 1 for {:.2f} of them and the model's for {:.2f}\n",
+               report.steps, report.windows, report.seconds, report.last_loss, 200, report.teacher_top1,
+               report.model_top1);
+    std::fflush(stdout);
+    return report;
+}
+
+// The prompts a model reads with, for results.json.
+nlohmann::json prompts_fact(const nn::EmbeddingModel& model) {
+    return {{"query", model.config().query_prompt}, {"passage", model.config().passage_prompt}};
+}
+
+nlohmann::json pretraining_facts(const PretrainingReport& report) {
+    return {{"corpus", "every passage of the data set (no query, no label)"},
+            {"passages", report.passages},
+            {"windows", report.windows},
+            {"steps", report.steps},
+            {"last_loss", report.last_loss},
+            {"seconds", report.seconds},
+            {"teacher_top1_on_pseudo_queries", report.teacher_top1},
+            {"model_top1_on_pseudo_queries", report.model_top1}};
+}
+
+// The validation split read as evaluation reads it (passages in windows for chunked apps),
+// with the terms' share of the score that ranks it best (term_share.h), the model left as it
+// is. The trainer keeps its best step by the same measure, so the start, every evaluated step
+// and the model finally kept are compared as the end of the run reads them.
+TermShareChoice validation_term_share(const RetrievalApp& app, const RunConfig& config,
+                                      const data::Tokenizer& tokenizer, nn::EmbeddingModel& model,
+                                      const data::RetrievalDataset& validation) {
+    if (validation.queries.empty()) return {};
+    const nn::ModelConfig& model_config = model.config();
+    Tensor queries = encode_texts(model, tokenizer, with_prompt(model_config.query_prompt, query_texts_of(validation)),
+                                  config.max_query_length, config.encode_batch_size);
+    std::vector<PassageChunk> chunks;
+    std::vector<std::string> texts = passage_texts_of(validation);
+    if (app.chunked_passages) {
+        int64_t window = passage_window(tokenizer, model_config.passage_prompt, config.max_passage_length, app.chunk_overlap);
+        chunks = chunk_passages(validation.passages, tokenizer, window, app.chunk_overlap);
+        texts.clear();
+        for (const PassageChunk& chunk : chunks) texts.push_back(chunk.text);
+    }
+    Tensor rows = encode_texts(model, tokenizer, with_prompt(model_config.passage_prompt, texts), config.max_passage_length,
+                               config.encode_batch_size);
+    RankRows rank = [&](const Tensor& q, const Tensor& p) {
+        return app.chunked_passages ? window_rankings(q, p, chunks, config.candidate_depth)
+                                    : eval::dense_rankings(q, p, config.candidate_depth);
+    };
+    eval::RelevantSets relevant = eval::relevant_sets(validation);
+    return best_term_share(model, queries, rows, rank, relevant);
+}
+
+nlohmann::json term_share_fact(const TermShareChoice& choice) {
+    return {{"share", choice.share}, {"validation_mrr10", choice.mrr}, {"learned_share", choice.learned_share},
+            {"learned_validation_mrr10", choice.learned_mrr}};
+}
+
+}  // namespace
+
+data::DatasetSplits split_for_app(const RetrievalApp& app, const data::RetrievalDataset& dataset,
+                                  const RunConfig& config) {
+    data::DatasetSplits splits = app.split ? app.split(dataset, config)
+                                           : data::split_by_group(dataset, config.validation_fraction,
+                                                                  config.test_fraction, config.seed);
+    std::string source = config.data.empty() ? "the generated data" : config.data;
+    for (const auto& [name, side] : {std::pair<const char*, const data::RetrievalDataset*>{"train", &splits.train},
+                                     {"validation", &splits.validation},
+                                     {"test", &splits.test}}) {
+        NCE_CHECK(!side->queries.empty() && !side->passages.empty(),
+                  "{}: the {} split is empty ({} queries, {} passages split by group); use more data or change "
+                  "--validation-fraction / --test-fraction", source, name, dataset.queries.size(), dataset.passages.size());
+    }
+    return splits;
+}
+
+RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, const data::Tokenizer& tokenizer,
+                             nn::EmbeddingModel* untrained, const std::string& untrained_row,
+                             nn::EmbeddingModel& model, const std::string& model_row,
+                             const data::RetrievalDataset& validation, const data::RetrievalDataset& test,
+                             nn::EmbeddingModel* pretrained) {
+    RunOutcome outcome;
+    outcome.table.title = fmt::format("nce {}: {}, {} queries over {} passages", app.name,
+                                      app.test_split_name ? app.test_split_name(config) : "test split",
+                                      test.queries.size(), test.passages.size());
+    outcome.table.columns = standard_columns(app.with_rank_at_k);
+    // Every row's intervals from the run's seed: the same resampled queries for every ranker.
+    outcome.table.bootstrap = {1000, config.seed, 0.95};
+    const std::vector<std::string>& columns = outcome.table.columns;
+    const eval::BootstrapOptions& bootstrap = outcome.table.bootstrap;
+    eval::RelevantSets test_relevant = eval::relevant_sets(test), validation_relevant = eval::relevant_sets(validation);
+    std::vector<std::string> test_queries = query_texts_of(test), test_passages = passage_texts_of(test);
+    std::vector<std::string> validation_queries = query_texts_of(validation),
+                             validation_passages = passage_texts_of(validation);
+    eval::Bm25Parameters bm25{config.bm25_k1, config.bm25_b};
+    // One or more encoders' embeddings side by side: each text's vector is the concatenation
+    // of every encoder's unit vector over sqrt(count), a unit vector whose inner products are
+    // the mean of the encoders' (SPAR's lexical model (+) dense model). Each encoder reads the
+    // texts after its own prompt: `prompt` picks the query or the passage one of its config.
+    // BM25 above and below reads the texts bare.
+    using Prompt = std::string nn::ModelConfig::*;
+    auto encode_all = [&](const std::vector<nn::EmbeddingModel*>& encoders, const std::vector<std::string>& texts,
+                          Prompt prompt, int64_t max_length, TruncationCount* count) {
+        std::vector<Tensor> parts;
+        for (size_t e = 0; e < encoders.size(); ++e)
+            parts.push_back(encode_texts(*encoders[e], tokenizer, with_prompt(encoders[e]->config().*prompt, texts),
+                                         max_length, config.encode_batch_size, e == 0 ? count : nullptr));
+        return parts.size() == 1 ? parts[0] : concat(parts, 1) * (1.0 / std::sqrt(static_cast<double>(parts.size())));
+    };
+    // The model's rankings of a split; with app.chunked_passages a passage scores as its best chunk.
+    auto dense_of = [&](const std::vector<nn::EmbeddingModel*>& encoders, const data::RetrievalDataset& split,
+                        TruncationCount* query_count, TruncationCount* passage_count, int64_t* passages_in_chunks) {
+        Tensor q = encode_all(encoders, query_texts_of(split), &nn::ModelConfig::query_prompt, config.max_query_length,
+                              query_count);
+        if (!app.chunked_passages) {
+            Tensor p = encode_all(encoders, passage_texts_of(split), &nn::ModelConfig::passage_prompt,
+                                  config.max_passage_length, passage_count);
+            return eval::dense_rankings(q, p, config.candidate_depth);
+        }
+        // Windows that leave room for the longest of the encoders' passage prompts.
+        int64_t window = config.max_passage_length;
+        for (nn::EmbeddingModel* encoder : encoders)
+            window = std::min(window, passage_window(tokenizer, encoder->config().passage_prompt,
+                                                     config.max_passage_length, app.chunk_overlap));
+        std::vector<PassageChunk> chunks = chunk_passages(split.passages, tokenizer, window, app.chunk_overlap);
+        NCE_CHECK(!chunks.empty(), "evaluation: no passage of the split gives a token");
+        std::vector<std::string> chunk_texts;
+        for (const PassageChunk& chunk : chunks) chunk_texts.push_back(chunk.text);
+        if (passages_in_chunks) {
+            std::map<int64_t, int64_t> chunks_of_passage;
+            for (const PassageChunk& chunk : chunks) ++chunks_of_passage[chunk.passage];
+            for (const auto& [passage, count] : chunks_of_passage) *passages_in_chunks += count > 1 ? 1 : 0;
+        }
+        Tensor p = encode_all(encoders, chunk_texts, &nn::ModelConfig::passage_prompt, config.max_passage_length,
+                              passage_count);
+        return window_rankings(q, p, chunks, config.candidate_depth);
+    };
+    auto dense = [&](nn::EmbeddingModel& encoder, const data::RetrievalDataset& split, TruncationCount* query_count,
+                     TruncationCount* passage_count, int64_t* passages_in_chunks) {
+        return dense_of({&encoder}, split, query_count, passage_count, passages_in_chunks);
+    };
+
+    if (untrained)
+        outcome.table.rows.push_back(
+            score_rankings(untrained_row, dense(*untrained, test, nullptr, nullptr, nullptr),
+                           test_relevant, columns, bootstrap));
+    // Every BM25 variant on test; the one best on validation is the hybrid's lexical side.
+    eval::LexicalTokens best_tokens = app.bm25_variants.front();
+    double best_validation = -1;
+    eval::RankedLists best_test_lexical, best_validation_lexical;
+    for (eval::LexicalTokens tokens : app.bm25_variants) {
+        eval::RankedLists on_test = eval::bm25_rankings(test_queries, test_passages, tokens, bm25, config.candidate_depth);
+        outcome.table.rows.push_back(
+            score_rankings(bm25_row_name(tokens), on_test, test_relevant, columns, bootstrap));
+        eval::RankedLists on_validation =
+            eval::bm25_rankings(validation_queries, validation_passages, tokens, bm25, config.candidate_depth);
+        double mrr = eval::retrieval_metrics(on_validation.passages, validation_relevant, {10}).at(10).mrr;
+        if (mrr > best_validation) {
+            best_validation = mrr;
+            best_tokens = tokens;
+            best_test_lexical = std::move(on_test);
+            best_validation_lexical = std::move(on_validation);
+        }
+    }
+    if (pretrained)
+        outcome.table.rows.push_back(score_rankings("pretrained model (imitates BM25)",
+                                                    dense(*pretrained, test, nullptr, nullptr, nullptr), test_relevant,
+                                                    columns, bootstrap));
+    eval::RankedLists model_test =
+        dense(model, test, &outcome.test_queries, &outcome.test_passages, &outcome.test_passages_in_chunks);
+    outcome.table.rows.push_back(score_rankings(model_row, model_test, test_relevant, columns, bootstrap));
+    if (pretrained)
+        outcome.table.rows.push_back(score_rankings(fmt::format("pretrained (+) {} (one vector)", model_row),
+                                                    dense_of({pretrained, &model}, test, nullptr, nullptr, nullptr),
+                                                    test_relevant, columns, bootstrap));
+    eval::RankedLists model_validation = dense(model, validation, nullptr, nullptr, nullptr);
+    outcome.fusion = eval::choose_fusion_weight(best_validation_lexical, model_validation, validation_relevant);
+    outcome.table.rows.push_back(
+        score_rankings(fmt::format("hybrid (BM25 {} + {})", eval::lexical_tokens_name(best_tokens), model_row),
+                       eval::fuse_rankings(best_test_lexical, model_test, outcome.fusion.dense_weight), test_relevant,
+                       columns, bootstrap));
+    // Every row but BM25's against the BM25 variant the hybrid fuses, on the app's metric.
+    std::set<std::string> bm25_rows;
+    for (eval::LexicalTokens tokens : app.bm25_variants) bm25_rows.insert(bm25_row_name(tokens));
+    std::vector<std::string> tested_rows;
+    for (const MetricRow& row : outcome.table.rows)
+        if (bm25_rows.count(row.name) == 0) tested_rows.push_back(row.name);
+    outcome.against_bm25 = mark_rows_against_baseline(outcome.table, bm25_row_name(best_tokens), tested_rows,
+                                                      app.tested_metric, kSignificanceLevel, bootstrap);
+    return outcome;
+}
+
+// A pretrained model wants a short run at a small learning rate with warmup; a setting still
+// at its from-scratch default takes the fine-tuning one, as sentence-transformers' own
+// fine-tuning runs: one epoch over the training queries, a learning rate of 2e-5, warmup over
+// the first tenth of the steps, validation four times. Each is written into config.json like
+// every resolved setting. Returns what changed, for the run to print.
+std::string use_fine_tuning_defaults(RunConfig& config, const RunConfig& from_scratch, int64_t training_queries) {
+    std::vector<std::string> changed;
+    if (config.max_steps == from_scratch.max_steps) {
+        config.max_steps = std::max<int64_t>(1, (training_queries + config.batch_size - 1) / config.batch_size);
+        changed.push_back(fmt::format("one epoch of {} steps (--max-steps)", config.max_steps));
+    }
+    if (config.evaluate_every == from_scratch.evaluate_every && config.evaluate_every > 0) {
+        config.evaluate_every = std::max<int64_t>(1, config.max_steps / 4);
+        changed.push_back(fmt::format("validation every {} steps (--evaluate-every)", config.evaluate_every));
+    }
+    if (config.learning_rate == from_scratch.learning_rate) {
+        config.learning_rate = kFineTuningLearningRate;
+        changed.push_back("learning rate 2e-5 (--learning-rate)");
+    }
+    if (config.warmup_steps == from_scratch.warmup_steps) {
+        config.warmup_steps = std::max<int64_t>(1, config.max_steps / 10);
+        changed.push_back(fmt::format("warmup {} steps (--warmup-steps)", config.warmup_steps));
+    }
+    std::string settings = changed.empty() ? "the settings as given" : changed.front();
+    for (size_t i = 1; i < changed.size(); ++i) settings += ", " + changed[i];
+    return fmt::format("{}; lengths within its max_seq_length (queries {}, passages {} tokens)", settings,
+                       config.max_query_length, config.max_passage_length);
+}
+
+RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
+    // Under `mpirun -np K` every process runs this; only rank 0 writes the run's folder, the
+    // others write what they must into a scratch folder of their own (distributed/).
+    distributed::RankOutputFolder output(given_config.output);
+    RunConfig config = given_config;
+    config.output = output.path();
+    auto start = Clock::now();
+    check_output_folder(config.output);  // never into a folder of the user's own files
+    RunFiles files(config.output);
+    NewFolderGuard new_folder(config.output);
+    // Data first: bad data stops the run before it writes anything of its own.
+    data::RetrievalDataset dataset = load_checked(app, config);
+    data::DatasetSplits splits = split_for_app(app, dataset, config);
+    fmt::print("nce {}: {} queries, {} passages -> train {}/{}, validation {}/{}, test {}/{} (queries/passages, split "
+               "by group)\n",
+               app.name, dataset.queries.size(), dataset.passages.size(), splits.train.queries.size(),
+               splits.train.passages.size(), splits.validation.queries.size(), splits.validation.passages.size(),
+               splits.test.queries.size(), splits.test.passages.size());
+
+    // A bad setting found from here until training starts (a vocabulary larger than the text
+    // allows, an --init of another size, a corpus too small to pretrain on) removes the
+    // folder again (new_folder). The run's config.json is written once the tokenizer exists.
+    create_output_folder(config.output);
+    write_split_ids(files.split, splits);
+    data::Tokenizer tokenizer = sized_run_tokenizer(app, config, splits, files);
+    const bool fine_tuning = is_model_folder(config.init);
+    if (fine_tuning) {
+        std::string settings =
+            use_fine_tuning_defaults(config, app.defaults, static_cast<int64_t>(splits.train.queries.size()));
+        config.pretrain_steps = 0;
+        fmt::print("fine-tuning {}: {}; no corpus pretraining\n", config.init, settings);
+    }
+    write_run_config(files.config, config);
+    print_tokenizer(tokenizer, config, files);
+    std::fflush(stdout);
+
+    // The first row: a fresh model, or the pretrained one as it came (zero-shot).
+    std::unique_ptr<nn::EmbeddingModel> untrained =
+        to_run_device(fine_tuning ? load_pretrained_folder(config.init, config, /*print_notes=*/false)
+                                  : make_text_encoder(config, tokenizer.vocab_size()), config);
+    std::unique_ptr<nn::EmbeddingModel> model, pretrained;
+    nlohmann::json facts = split_and_tokenizer_facts(splits, tokenizer);
+    facts["prompts"] = prompts_fact(*untrained);
+    facts["model"] = nlohmann::json::parse(nn::config_to_json(untrained->config()));  // for the model card
+    if (!config.init.empty()) {
+        model = to_run_device(load_init(config, tokenizer.vocab_size()), config);
+        fmt::print("starting from {} (no corpus pretraining)\n", config.init);
+        print_plan(app, config, tokenizer, dataset, *model, false);
+        facts["init"] = config.init;
+    } else {
+        model = to_run_device(make_text_encoder(config, tokenizer.vocab_size()), config);
+        print_plan(app, config, tokenizer, dataset, *model, config.pretrain_steps != 0);
+        if (config.pretrain_steps != 0) {
+            facts["pretraining"] = pretraining_facts(pretrain_and_save(app, config, files, tokenizer, dataset, *model));
+            pretrained = to_run_device(load_text_encoder(files.pretrained), config);
+        }
+    }
+
+    // Long passages: each query trains on the window that holds its answer (training_windows.h).
+    data::RetrievalDataset train = splits.train;
+    if (app.chunked_passages) {
+        int64_t window = passage_window(tokenizer, model->config().passage_prompt, config.max_passage_length,
+                                        app.chunk_overlap);  // room for the passage prompt
+        TrainingWindows windows = training_windows(splits.train, tokenizer, window, app.chunk_overlap);
+        fmt::print("training windows: {} of {} training passages are longer than {} tokens; {} of {} positives moved off "
+                   "the first window ({} placed by the answer's position, {} by words shared with the query)\n",
+                   windows.passages_split, splits.train.passages.size(), window, windows.moved,
+                   windows.positives, windows.placed_by_answer, windows.placed_by_words);
+        facts["training_windows"] = {{"passages_split", windows.passages_split},
+                                     {"positives", windows.positives},
+                                     {"moved_off_first_window", windows.moved},
+                                     {"placed_by_answer", windows.placed_by_answer},
+                                     {"placed_by_words", windows.placed_by_words}};
+        train = std::move(windows.dataset);
+    }
+    fmt::print("training a {} (d_model {}, {} layers) with {} for {} steps of {} rows on {} threads\n",
+               model->config().kind, model->config().d_model, model->config().num_layers, config.loss, config.max_steps,
+               config.batch_size, num_threads());
+    std::fflush(stdout);
+    new_folder.keep();  // from here on a failure names the last good checkpoint, which must stay
+    ValidationScore validation_score = [&](nn::EmbeddingModel& scored) {
+        return validation_term_share(app, config, tokenizer, scored, splits.validation).mrr;
+    };
+    TrainingReport training = train_text_encoder(*model, tokenizer, train, splits.validation, config, files,
+                                                 /*start_is_a_candidate=*/true, validation_score);
+    fmt::print("trained {} steps in {:.1f} s (last loss {:.4f}, {})\n", training.result.steps, training.seconds,
+               training.result.last_loss,
+               training.result.best_metric ? fmt::format("best validation MRR@10 {:.3f}", *training.result.best_metric)
+                                           : std::string("no validation: the last step's model is kept"));
+    if (training.best_step == 0)
+        fmt::print("no training step beat the {} model on validation: the model kept is the start, unchanged\n",
+                   pretrained ? "pretrained" : "starting");
+    if (training.best_step == 0 && pretrained)
+        facts["kept_pretrained"] = {{"validation_mrr10", training.result.best_metric.value_or(0.0)}};
+    print_truncation("training queries", training.queries, config.max_query_length);
+    if (!app.chunked_passages) print_truncation("training passages", training.passages, config.max_passage_length);
+    std::fflush(stdout);
+    if (!distributed::is_main_rank()) {  // rank 0 evaluates and reports
+        RunOutcome trained_only;
+        trained_only.training = training;
+        return trained_only;
+    }
+
+    // The model kept at the terms' share of the score that ranks validation best (term_share.h).
+    TermShareChoice share = validation_term_share(app, config, tokenizer, *model, splits.validation);
+    set_term_share(*model, share);
+    if (share.chosen) {
+        fmt::print("term share: the terms' part weighs {:.3f} of the score, chosen on validation MRR@10 {:.3f} (as "
+                   "learned {:.3f}: {:.3f})\n", share.share, share.mrr, share.learned_share, share.learned_mrr);
+        facts["term_share"] = term_share_fact(share);
+        nn::save_model(files.model, *model,
+                       {{"loss", training.best_step == 0 && pretrained ? "none (no step beat the pretrained model)"
+                                                                       : config.loss}});
+    }
+    RunOutcome outcome = evaluate_on_split(app, config, tokenizer, untrained.get(),
+                                           fine_tuning ? "pretrained, zero-shot" : "untrained model", *model,
+                                           fine_tuning ? "pretrained, fine-tuned" : "trained model",
+                                           splits.validation, splits.test, pretrained.get());
+    if (fine_tuning) {  // for the ecosystem: SentenceTransformer(path) loads it
+        fs::path folder = sentence_transformers_folder(config.output);
+        fs::remove_all(folder);
+        nn::save_sentence_transformers(folder.string(), *model, config.init);
+        fmt::print("sentence-transformers folder: {}\n", folder.string());
+    }
+    outcome.training = training;
+    outcome.seconds = seconds_since(start);
+    report(app, config, files, outcome, facts, true);
+    return outcome;
+}
+
+// Corpus pretraining: from a fresh model, or, with --init FOLDER, from a pretrained model
+// that then adapts to the corpus (the same pseudo-queries, its own tokenizer, the fine-tuning
+// learning rate), written back as a sentence-transformers folder to fine-tune from.
+RunOutcome run_pretrain(const RetrievalApp& app, const RunConfig& given_config) {
+    RunConfig config = given_config;
+    const bool adapting = is_model_folder(config.init);
+    NCE_CHECK(config.init.empty() || adapting, "pretrain: --init {} is no pretrained model folder (modules.json or "
+              "config.json with model.safetensors); corpus pretraining starts from a fresh model or from such a "
+              "folder", config.init);
+    NCE_CHECK(config.pretrain_steps != 0, "pretrain: --no-pretrain or --pretrain-steps 0 leaves nothing to do; give a "
+              "step count or -1 (sized to the corpus)");
+    auto start = Clock::now();
+    check_output_folder(config.output);
+    RunFiles files(config.output);
+    NewFolderGuard new_folder(config.output);
+    data::RetrievalDataset dataset = load_checked(app, config);
+    data::DatasetSplits splits = split_for_app(app, dataset, config);
+    create_output_folder(config.output);
+    data::Tokenizer tokenizer = sized_run_tokenizer(app, config, splits, files);
+    if (adapting) {  // warmup is pretraining's own (a tenth of its steps)
+        if (config.learning_rate == app.defaults.learning_rate) config.learning_rate = kFineTuningLearningRate;
+        fmt::print("adapting {} to the corpus: learning rate {:g} (--learning-rate); lengths within its max_seq_length "
+                   "(queries {}, passages {} tokens)\n", config.init, config.learning_rate, config.max_query_length,
+                   config.max_passage_length);
+    }
+    write_run_config(files.config, config);
+    print_tokenizer(tokenizer, config, files);
+    std::unique_ptr<nn::EmbeddingModel> start_model =
+        to_run_device(adapting ? load_pretrained_folder(config.init, config, /*print_notes=*/false)
+                               : make_text_encoder(config, tokenizer.vocab_size()), config);
+    std::unique_ptr<nn::EmbeddingModel> model =
+        to_run_device(adapting ? load_init(config, tokenizer.vocab_size())
+                               : make_text_encoder(config, tokenizer.vocab_size()), config);
+    nlohmann::json facts = split_and_tokenizer_facts(splits, tokenizer);
+    facts["pretraining"] = pretraining_facts(pretrain_and_save(app, config, files, tokenizer, dataset, *model));
+    facts["prompts"] = prompts_fact(*model);
+    if (adapting) facts["init"] = config.init;
+    new_folder.keep();
+    RunOutcome outcome = evaluate_on_split(app, config, tokenizer, start_model.get(),
+                                           adapting ? "pretrained, zero-shot" : "untrained model",
+                                           *model, adapting ? "pretrained, adapted (imitates BM25)"
+                                                            : "pretrained model (imitates BM25)",
+                                           splits.validation, splits.test);
+    std::string fine_tune_from = files.pretrained;
+    if (adapting) {  // a model folder again, with its tokenizer: what --init and the ecosystem read
+        fs::path folder = sentence_transformers_folder(config.output);
+        fs::remove_all(folder);
+        nn::save_sentence_transformers(folder.string(), *model, config.init);
+        fmt::print("sentence-transformers folder: {}\n", folder.string());
+        fine_tune_from = folder.string();
+    }
+    outcome.seconds = seconds_since(start);
+    report(app, config, files, outcome, facts, false);
+    fmt::print("fine-tune from it: nce {} train --init {}\n", app.name, fine_tune_from);
+    return outcome;
+}
+
+namespace {
+
+// A model to evaluate: an nce checkpoint file, or a model folder (sentence-transformers or a
+// bare Hugging Face encoder), which reads with its own tokenizer.
+std::unique_ptr<nn::EmbeddingModel> load_evaluated_model(const std::string& path, const RunConfig& config) {
+    return is_model_folder(path) ? load_pretrained_folder(path, config, /*print_notes=*/false) : load_text_encoder(path);
+}
+
+}  // namespace
+
+RunOutcome run_eval(const RetrievalApp& app, const RunConfig& config, const std::string& checkpoint_path,
+                    const PromptOverride& prompts, const std::string& versus) {
+    auto start = Clock::now();
+    check_output_folder(config.output);
+    RunFiles files(config.output);
+    std::string checkpoint = checkpoint_path.empty() ? files.model : checkpoint_path;
+    std::unique_ptr<nn::EmbeddingModel> model = to_run_device(load_evaluated_model(checkpoint, config), config);
+    {
+        const nn::ModelConfig& saved = model->config();
+        std::string query_prompt = prompts.query_prompt.value_or(saved.query_prompt);
+        std::string passage_prompt = prompts.passage_prompt.value_or(saved.passage_prompt);
+        if (query_prompt != saved.query_prompt || passage_prompt != saved.passage_prompt)
+            fmt::print("eval: {} was saved with the query prompt \"{}\" and the passage prompt \"{}\"; evaluating it "
+                       "with \"{}\" and \"{}\" as given\n", checkpoint, saved.query_prompt, saved.passage_prompt,
+                       query_prompt, passage_prompt);
+        model = with_model_prompts(std::move(model), query_prompt, passage_prompt);
+    }
+    data::Tokenizer tokenizer =
+        is_model_folder(checkpoint) ? data::Tokenizer::load(checkpoint) : tokenizer_for(checkpoint, files);
+    check_tokenizer_matches(tokenizer, *model, checkpoint);
+    // --versus: a second model, scored on the same queries with the same tokenizer (two
+    // fine-tunings of one pretrained model share it), and the paired test of the two.
+    std::unique_ptr<nn::EmbeddingModel> other;
+    if (!versus.empty()) {
+        other = to_run_device(load_evaluated_model(versus, config), config);
+        NCE_CHECK(other->config().vocab_size == model->config().vocab_size,
+                  "--versus {}: its vocabulary ({}) is not that of {} ({}); compare two models that read with one "
+                  "tokenizer (two fine-tunings of one pretrained model)",
+                  versus, other->config().vocab_size, checkpoint, model->config().vocab_size);
+    }
+    RunConfig fitted = fitted_to(config, *model);
+    data::RetrievalDataset dataset = load_checked(app, fitted);
+    data::DatasetSplits splits = split_for_app(app, dataset, fitted);
+    create_output_folder(config.output);
+    // The first row: the pretrained model the run fine-tuned, as it came; else a fresh one.
+    const bool fine_tuned = is_model_folder(fitted.init);
+    Generator generator(config.seed);
+    std::unique_ptr<nn::EmbeddingModel> untrained =
+        to_run_device(fine_tuned ? load_pretrained_folder(fitted.init, fitted, /*print_notes=*/false)
+                                 : nn::make_model(model->config(), generator), config);
+    // The run's pretrained model, when the checkpoint's folder holds one, gets its row as in train.
+    fs::path pretrained_path = fs::path(checkpoint).parent_path() / "pretrained.safetensors";
+    std::unique_ptr<nn::EmbeddingModel> pretrained;
+    if (fs::is_regular_file(pretrained_path) && !fs::equivalent(pretrained_path, checkpoint)) {
+        pretrained = to_run_device(load_text_encoder(pretrained_path.string()), config);
+        NCE_CHECK(pretrained->config().vocab_size == model->config().vocab_size &&
+                      pretrained->config().max_len == model->config().max_len,
+                  "{}: it does not match {} beside it (another run's file?); move it away", pretrained_path.string(),
+                  checkpoint);
+    }
+    const std::string model_row = fine_tuned ? "pretrained, fine-tuned" : "trained model";
+    RunOutcome outcome = evaluate_on_split(app, fitted, tokenizer, untrained.get(),
+                                           fine_tuned ? "pretrained, zero-shot" : "untrained model", *model, model_row,
+                                           splits.validation, splits.test, pretrained.get());
+    nlohmann::json facts = {{"split", split_sizes(splits)}, {"checkpoint", checkpoint}, {"prompts", prompts_fact(*model)}};
+    std::string versus_line;
+    if (other) {
+        const std::string other_row = "versus " + versus;
+        RunOutcome other_outcome = evaluate_on_split(app, fitted, tokenizer, nullptr, "", *other, other_row,
+                                                     splits.validation, splits.test);
+        outcome.table.rows.push_back(other_outcome.table.row(other_row));  // marked against the same BM25
+        const std::string& metric = app.tested_metric;
+        eval::PairedBootstrapTest test =
+            eval::paired_bootstrap_test(per_query_values(outcome.table, model_row, metric),
+                                        per_query_values(outcome.table, other_row, metric), outcome.table.bootstrap);
+        versus_line = fmt::format(
+            "{} minus {} on {}: {:+.3f} [{:+.3f}, {:+.3f}] {} (paired bootstrap over the test queries; {})\n",
+            model_row, other_row, metric, test.difference, test.low, test.high,
+            significance_mark(test, kSignificanceLevel, outcome.table.bootstrap.resamples),
+            test.significant(kSignificanceLevel) ? (test.difference > 0 ? "above it beyond the noise"
+                                                                         : "below it beyond the noise")
+                                                 : "no difference the test queries can show");
+        facts["versus"] = {{"model", versus}, {"row", other_row}, {"metric", metric},
+                           {"test", paired_test_to_json(test, kSignificanceLevel)}};
+    }
+    outcome.seconds = seconds_since(start);
+    report(app, fitted, files, outcome, facts, false);
+    fmt::print("{}", versus_line);
+    return outcome;
+}
+
+namespace {
+
+// --device: checked here, before the run reads or writes anything. Without a GPU backend (no
+// GPU, or a build without CUDA) cuda stops with one line saying why (retrieval/device_name.h);
+// with one, the run's models go to the device as they are made or loaded (run_device.h).
+void require_run_device(const RunConfig& config) {
+    if (require_device(config.device) == Device::CPU) return;
+    NCE_CHECK(distributed::world().size() == 1, "--device cuda: the retrieval runs use the GPU from one process; "
+              "start it without mpirun");
+}
+
+// The prompt flags given on `command`'s line: eval reads with them in place of the checkpoint's.
+PromptOverride prompts_given(const CLI::App& command, const RunConfig& config) {
+    PromptOverride prompts;
+    if (command.get_option("--query-prompt")->count() > 0) prompts.query_prompt = config.query_prompt;
+    if (command.get_option("--passage-prompt")->count() > 0) prompts.passage_prompt = config.passage_prompt;
+    return prompts;
+}
+
+// index and search read with the prompts the model was saved with; a prompt flag there
+// would go unused, so it is left out of their help and refused.
+void hide_prompt_flags(CLI::App& command) {
+    for (const char* flag : {"--query-prompt", "--passage-prompt"}) command.get_option(flag)->group("");
+}
+void refuse_prompt_flags(const CLI::App& command, const char* name, const char* source) {
+    for (const char* flag : {"--query-prompt", "--passage-prompt"})
+        NCE_CHECK(command.get_option(flag)->count() == 0, "{}: {} does not apply: the prompts come from {} (set them "
+                  "when training; eval takes others to compare)", name, flag, source);
+}
+
+}  // namespace
+
+CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, int& exit_code) {
+    CLI::App* command = parent.add_subcommand(app.name, app.description);
+    command->require_subcommand(0, 1);
+    // RunConfig's flags and the app's own on `where`; the function returned resolves them:
+    // `over_run` takes the run's config.json under the flags (eval, index), `trains` as in
+    // RetrievalApp::add_own_options.
+    using Resolver = std::function<RunConfig(bool over_run, bool trains, const std::string& checkpoint)>;
+    auto add_options = [&app](CLI::App& where) -> Resolver {
+        auto options = std::make_shared<RunConfigOptions>();
+        options->add_to(where, app.defaults);
+        RetrievalApp::OwnOptions own = app.add_own_options ? app.add_own_options(where) : nullptr;
+        return [options, own](bool over_run, bool trains, const std::string& checkpoint) {
+            RunConfig config = over_run ? options->resolve_over_run(checkpoint) : options->resolve();
+            require_run_device(config);  // before the app's own flags are read (nce train's --train files)
+            apply_gemm_precision(config.gemm_precision, Device::CPU);
+            if (own) {
+                own(config, *options, trains);
+                validate_run_config(config);
+            }
+            return config;
+        };
+    };
+
+    // `nce <app>` alone, or `nce <app> train`: the whole run.
+    Resolver direct = add_options(*command);
+    if (app.name != "train") {
+        CLI::App* train = command->add_subcommand("train", "train on the data, evaluate against BM25, write the run's files");
+        Resolver train_options = add_options(*train);
+        train->callback([app, train_options, &exit_code] {
+            run_train(app, train_options(false, true, {}));
+            exit_code = 0;
+        });
+    }
+
+    CLI::App* pretrain = command->add_subcommand(
+        "pretrain", "pretrain on the corpus alone (imitating BM25), from scratch or from --init FOLDER, evaluate, write the "
+        "model for train --init");
+    Resolver pretrain_options = add_options(*pretrain);
+    pretrain->callback([app, pretrain_options, &exit_code] {
+        run_pretrain(app, pretrain_options(false, true, {}));
+        exit_code = 0;
+    });
+
+    CLI::App* evaluate = command->add_subcommand("eval", "evaluate a trained model on the test split beside BM25 and the hybrid");
+    Resolver eval_options = add_options(*evaluate);
+    auto eval_checkpoint = std::make_shared<std::string>();
+    auto eval_versus = std::make_shared<std::string>();
+    evaluate->add_option("--checkpoint", *eval_checkpoint, "model checkpoint, or a sentence-transformers or Hugging "
+                         "Face model folder (default: <output>/model.safetensors)");
+    evaluate->add_option("--versus", *eval_versus, "a second model (checkpoint or folder, the same tokenizer) scored "
+                         "beside it on the same queries, with the paired test of the two");
+    evaluate->callback([app, evaluate, eval_options, eval_checkpoint, eval_versus, &exit_code] {
+        RunConfig config = eval_options(true, false, *eval_checkpoint);
+        run_eval(app, config, *eval_checkpoint, prompts_given(*evaluate, config), *eval_versus);
+        exit_code = 0;
+    });
+
+    CLI::App* index = command->add_subcommand("index", "encode every passage (chunked with overlap) into a FAISS index folder");
+    Resolver index_options = add_options(*index);
+    auto index_checkpoint = std::make_shared<std::string>();
+    auto index_folder = std::make_shared<std::string>();
+    index->add_option("--checkpoint", *index_checkpoint, "model checkpoint (default: <output>/model.safetensors)");
+    index->add_option("--index", *index_folder, "index folder to write (default: <output>/index)");
+    hide_prompt_flags(*index);
+    index->callback([app, index, index_options, index_checkpoint, index_folder, &exit_code] {
+        refuse_prompt_flags(*index, "index", "the checkpoint's config");
+        RunConfig config = index_options(true, false, *index_checkpoint);
+        RunFiles files(config.output);
+        std::string checkpoint = index_checkpoint->empty() ? files.model : *index_checkpoint;
+        std::unique_ptr<nn::EmbeddingModel> model = to_run_device(load_text_encoder(checkpoint), config);
+        data::Tokenizer tokenizer = tokenizer_for(checkpoint, files);
+        check_tokenizer_matches(tokenizer, *model, checkpoint);
+        RunConfig fitted = fitted_to(config, *model);
+        data::RetrievalDataset dataset = load_checked(app, fitted);
+        std::string folder = index_folder->empty() ? files.index : *index_folder;
+        IndexSummary summary = build_passage_index(folder, *model, tokenizer, dataset.passages, fitted, app.chunk_overlap,
+                                                   checkpoint, tokenizer.model_path(), app.bm25_variants.back(),
+                                                   run_dense_weight(files, checkpoint));
+        fmt::print("indexed {} passages as {} chunks ({} passages longer than {} tokens were split with {} tokens of "
+                   "overlap) into {} in {:.1f} s\n",
+                   summary.passages, summary.chunks, summary.passages_split, fitted.max_passage_length, app.chunk_overlap,
+                   folder, summary.seconds);
+        exit_code = 0;
+    });
+
+    // search reads an index folder, not the data: its own few flags, not the training settings.
+    CLI::App* search = command->add_subcommand("search", "print the passages of an index nearest to a query");
+    auto search_output = std::make_shared<std::string>(app.defaults.output);
+    auto search_top_k = std::make_shared<int64_t>(app.defaults.top_k);
+    auto search_folder = std::make_shared<std::string>();
+    auto search_query = std::make_shared<std::string>();
+    auto search_ranker = std::make_shared<std::string>("dense");
+    auto search_prompts = std::make_shared<std::pair<std::string, std::string>>();
+    search->add_option("--output", *search_output, "the run's folder, whose index/ is searched")->capture_default_str();
+    search->add_option("--index", *search_folder, "index folder (default: <output>/index)");
+    search->add_option("--top-k", *search_top_k, "results to print")->capture_default_str()->check(CLI::Range(1, 10000));
+    search->add_option("--ranker", *search_ranker, "dense (the model), bm25, or hybrid (the run's fusion of the two "
+                       "at the weight it chose on validation)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"dense", "bm25", "hybrid"}));
+    search->add_option("--query-prompt", search_prompts->first);  // refused below: the index's model has its own
+    search->add_option("--passage-prompt", search_prompts->second);
+    search->add_option("query", *search_query, "the query, in quotes")->required();
+    hide_prompt_flags(*search);
+    // search_prompts rides in the callback so that CLI11, which writes a given flag into it, never
+    // writes into freed memory once this function returns.
+    search->callback([app, search, search_output, search_top_k, search_folder, search_query, search_ranker,
+                      search_prompts, &exit_code] {
+        refuse_prompt_flags(*search, "search", "the config of the index's model.safetensors");
+        std::string folder = search_folder->empty() ? RunFiles(*search_output).index : *search_folder;
+        NCE_CHECK(fs::is_regular_file(fs::path(folder) / "index.json"),
+                  "--index {}: not a complete index folder (no index.json); build one with `nce {} index --output {}`",
+                  folder, app.name, *search_output);
+        print_search_result(search_passage_index(folder, *search_query, *search_top_k, parse_ranker(*search_ranker)));
+        exit_code = 0;
+    });
+
+    command->callback([app, command, direct, &exit_code] {
+        if (!command->get_subcommands().empty()) return;  // a subcommand ran
+        run_train(app, direct(false, true, {}));
+        exit_code = 0;
+    });
+    return command;
+}
+
+}  // namespace nce::retrieval

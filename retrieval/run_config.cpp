@@ -1,0 +1,567 @@
+// Run configuration: defaults <- JSON file <- flags, through one JSON form of RunConfig.
+#include "retrieval/run_config.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <iterator>
+#include <set>
+
+#include "data/batching.h"
+#include "data/tokenizer.h"
+#include "engine/atomic_file.h"
+#include "engine/error.h"
+#include "engine/gemm_precision.h"
+#include "engine/json_nesting.h"
+#include "losses/loss.h"
+#include "nn/model.h"
+#include "nn/schedule.h"
+
+namespace nce::retrieval {
+namespace {
+
+namespace fs = std::filesystem;
+
+// One line of help per field, in the order the flags are listed.
+const std::vector<std::pair<std::string, std::string>>& field_help() {
+    static const std::vector<std::pair<std::string, std::string>> help = {
+        {"data", "data file or folder (default: the app's generated data)"},
+        {"output", "folder for everything the run writes"},
+        {"seed", "seed of every random choice (data, split, init, batches, dropout)"},
+        {"validation_fraction", "share of queries (by group) in the validation split"},
+        {"test_fraction", "share of queries (by group) in the test split"},
+        {"vocab_size", "tokenizer vocabulary size (-1: sized to the data)"},
+        {"tokenizer_type", "tokenizer model: unigram or bpe"},
+        {"character_coverage", "share of characters the tokenizer covers"},
+        {"d_model", "model width"},
+        {"num_layers", "transformer layers"},
+        {"nhead", "attention heads"},
+        {"dim_feedforward", "feed-forward width"},
+        {"dropout", "dropout probability while training"},
+        {"lexical_dim", "the model's lexical head beside the mean-pooled vector: -2 term weights (one number per "
+                        "vocabulary piece, written by the text's own tokens), -1 a max-pooled vector of 6 x d_model, "
+                        "-3 both, N > 0 a max-pooled vector of N, 0 none"},
+        {"max_query_length", "query tokens kept, the query prompt's included (longer queries are truncated and counted; "
+                             "-1: sized to the data)"},
+        {"max_passage_length", "passage tokens kept, the passage prompt's included (longer passages are truncated and "
+                               "counted, or read in windows where the app does; -1: sized to the data)"},
+        {"query_prompt", "text written before every query the model reads, e.g. \"query: \" (its tokens count "
+                         "towards --max-query-length); saved in the model, applied by index and search"},
+        {"passage_prompt", "text written before every passage the model reads, e.g. \"passage: \" (its tokens count "
+                           "towards --max-passage-length); saved in the model, applied by index"},
+        {"loss", "training loss: infonce, infonce_symmetric, multi_positive, rank_infonce, hard_negative_infonce, "
+                 "triplet, listwise, cosent, contrastive, matryoshka"},
+        {"triplet_negatives", "triplet's negatives: hard_negative, in_batch, mixed"},
+        {"batch_size", "rows per training batch"},
+        {"mini_batch_size", "GradCache: rows embedded at a time, the batch's exact gradient in less memory "
+                            "(0: the whole batch; infonce, infonce_symmetric, matryoshka)"},
+        {"device", "compute on cpu or cuda: train, pretrain, eval and index move the model and each batch to the GPU "
+                   "and the embeddings back (checked against the CPU on the CUDA backend's host-run build, and once "
+                   "on an H200)"},
+        {"gemm_precision", "float32 or bfloat16: float32 GEMMs round their operands to bfloat16 and accumulate in "
+                           "float32 (oneDNN; CPU only); default: NCE_GEMM_PRECISION, else float32"},
+        {"max_steps", "training step budget"},
+        {"epochs", "most epochs (max_steps usually ends the run first)"},
+        {"learning_rate", "AdamW learning rate"},
+        {"weight_decay", "AdamW weight decay"},
+        {"schedule", "learning-rate schedule: constant, linear, cosine"},
+        {"warmup_steps", "steps of linear warmup (when not set: the app's, or a tenth of --max-steps if that is less)"},
+        {"max_grad_norm", "clip the gradient norm to this (0: no clipping)"},
+        {"evaluate_every", "steps between validation evaluations (0: none)"},
+        {"patience", "evaluations without improvement before stopping (0: never)"},
+        {"init", "model to start from: a sentence-transformers or Hugging Face encoder folder (its tokenizer, fine-tuning "
+                 "defaults), or an nce checkpoint of the same kind and size; train skips corpus pretraining"},
+        {"pretrain_steps", "corpus pretraining steps before the pairs (-1: sized to the corpus, 0: none)"},
+        {"pretrain_batch_size", "pseudo-queries per pretraining step"},
+        {"pretrain_candidates", "BM25's top-k per pseudo-query, the pretraining teacher's candidates"},
+        {"bm25_k1", "BM25 k1"},
+        {"bm25_b", "BM25 b"},
+        {"candidate_depth", "passages each ranking keeps (the hybrid fuses these)"},
+        {"encode_batch_size", "texts per forward pass when encoding"},
+        {"top_k", "search: results to print"},
+        {"truncate_dim", "index: keep each embedding's first N numbers, re-normalised (a matryoshka model); 0: all"},
+    };
+    return help;
+}
+
+std::string flag_name(const std::string& field) {
+    std::string flag = "--" + field;
+    for (char& c : flag)
+        if (c == '_') c = '-';
+    return flag;
+}
+
+// Reads `text` as the JSON type of `expected`; throws naming `source` on a bad value.
+nlohmann::json parse_flag_value(const std::string& text, const nlohmann::json& expected, const std::string& source) {
+    try {
+        size_t used = 0;
+        if (expected.is_number_unsigned()) {
+            NCE_CHECK(!text.empty() && text[0] != '-', "{}: expected a non-negative integer, got '{}'", source, text);
+            uint64_t value = std::stoull(text, &used);
+            NCE_CHECK(used == text.size(), "{}: expected a non-negative integer, got '{}'", source, text);
+            return value;
+        }
+        if (expected.is_number_integer()) {
+            int64_t value = std::stoll(text, &used);
+            NCE_CHECK(used == text.size(), "{}: expected an integer, got '{}'", source, text);
+            return value;
+        }
+        if (expected.is_number()) {
+            double value = std::stod(text, &used);
+            NCE_CHECK(used == text.size(), "{}: expected a number, got '{}'", source, text);
+            return value;
+        }
+    } catch (const std::logic_error&) {  // stoll/stod: not a number, or out of range
+        fail("{}: expected a number, got '{}'", source, text);
+    }
+    return text;
+}
+
+bool same_kind(const nlohmann::json& expected, const nlohmann::json& value) {
+    if (expected.is_number_unsigned()) return value.is_number_unsigned() || (value.is_number_integer() && value.get<int64_t>() >= 0);
+    if (expected.is_number_integer()) return value.is_number_integer();
+    if (expected.is_number()) return value.is_number();
+    if (expected.is_string()) return value.is_string();
+    if (expected.is_object()) return value.is_object();
+    if (expected.is_boolean()) return value.is_boolean();
+    return false;
+}
+
+const char* kind_name(const nlohmann::json& expected) {
+    if (expected.is_number_unsigned()) return "a non-negative integer";
+    if (expected.is_number_integer()) return "an integer";
+    if (expected.is_number()) return "a number";
+    if (expected.is_string()) return "a string";
+    if (expected.is_boolean()) return "true or false";
+    return "an object";
+}
+
+RunConfig run_config_from_json(const nlohmann::json& json) {
+    RunConfig c;
+    c.data = json.at("data").get<std::string>();
+    c.output = json.at("output").get<std::string>();
+    c.seed = json.at("seed").get<uint64_t>();
+    c.validation_fraction = json.at("validation_fraction").get<double>();
+    c.test_fraction = json.at("test_fraction").get<double>();
+    c.vocab_size = json.at("vocab_size").get<int64_t>();
+    c.tokenizer_type = json.at("tokenizer_type").get<std::string>();
+    c.character_coverage = json.at("character_coverage").get<double>();
+    c.d_model = json.at("d_model").get<int64_t>();
+    c.num_layers = json.at("num_layers").get<int64_t>();
+    c.nhead = json.at("nhead").get<int64_t>();
+    c.dim_feedforward = json.at("dim_feedforward").get<int64_t>();
+    c.dropout = json.at("dropout").get<double>();
+    c.lexical_dim = json.at("lexical_dim").get<int64_t>();
+    c.max_query_length = json.at("max_query_length").get<int64_t>();
+    c.max_passage_length = json.at("max_passage_length").get<int64_t>();
+    c.query_prompt = json.at("query_prompt").get<std::string>();
+    c.passage_prompt = json.at("passage_prompt").get<std::string>();
+    c.loss = json.at("loss").get<std::string>();
+    c.loss_parameters = json.at("loss_parameters").get<std::map<std::string, std::string>>();
+    c.triplet_negatives = json.at("triplet_negatives").get<std::string>();
+    c.batch_size = json.at("batch_size").get<int64_t>();
+    c.mini_batch_size = json.at("mini_batch_size").get<int64_t>();
+    c.checkpoint_activations = json.at("checkpoint_activations").get<bool>();
+    c.device = json.at("device").get<std::string>();
+    c.gemm_precision = json.at("gemm_precision").get<std::string>();
+    c.max_steps = json.at("max_steps").get<int64_t>();
+    c.epochs = json.at("epochs").get<int64_t>();
+    c.learning_rate = json.at("learning_rate").get<double>();
+    c.weight_decay = json.at("weight_decay").get<double>();
+    c.schedule = json.at("schedule").get<std::string>();
+    c.warmup_steps = json.at("warmup_steps").get<int64_t>();
+    c.max_grad_norm = json.at("max_grad_norm").get<double>();
+    c.evaluate_every = json.at("evaluate_every").get<int64_t>();
+    c.patience = json.at("patience").get<int64_t>();
+    c.init = json.at("init").get<std::string>();
+    c.pretrain_steps = json.at("pretrain_steps").get<int64_t>();
+    c.pretrain_batch_size = json.at("pretrain_batch_size").get<int64_t>();
+    c.pretrain_candidates = json.at("pretrain_candidates").get<int64_t>();
+    c.bm25_k1 = json.at("bm25_k1").get<double>();
+    c.bm25_b = json.at("bm25_b").get<double>();
+    c.candidate_depth = json.at("candidate_depth").get<int64_t>();
+    c.encode_batch_size = json.at("encode_batch_size").get<int64_t>();
+    c.truncate_dim = json.at("truncate_dim").get<int64_t>();
+    c.top_k = json.at("top_k").get<int64_t>();
+    c.app = json.at("app");
+    return c;
+}
+
+}  // namespace
+
+int64_t lexical_width(const RunConfig& config) {
+    // 6 x d_model: many more features than d_model for a text's words to light, for a
+    // projection of 6 d_model^2 multiply-adds per token (a third of what two encoder layers
+    // of d_model 128 cost); docs/retrieval_training.md has what it moved.
+    if (config.lexical_dim == -1 || config.lexical_dim == kTermWeightsAndMaxPooled) return 6 * config.d_model;
+    return std::max<int64_t>(config.lexical_dim, 0);
+}
+
+nlohmann::json run_config_to_json(const RunConfig& c) {
+    return {
+        {"data", c.data},
+        {"output", c.output},
+        {"seed", c.seed},
+        {"validation_fraction", c.validation_fraction},
+        {"test_fraction", c.test_fraction},
+        {"vocab_size", c.vocab_size},
+        {"tokenizer_type", c.tokenizer_type},
+        {"character_coverage", c.character_coverage},
+        {"d_model", c.d_model},
+        {"num_layers", c.num_layers},
+        {"nhead", c.nhead},
+        {"dim_feedforward", c.dim_feedforward},
+        {"dropout", c.dropout},
+        {"lexical_dim", c.lexical_dim},
+        {"max_query_length", c.max_query_length},
+        {"max_passage_length", c.max_passage_length},
+        {"query_prompt", c.query_prompt},
+        {"passage_prompt", c.passage_prompt},
+        {"loss", c.loss},
+        {"loss_parameters", c.loss_parameters},
+        {"triplet_negatives", c.triplet_negatives},
+        {"batch_size", c.batch_size},
+        {"mini_batch_size", c.mini_batch_size},
+        {"checkpoint_activations", c.checkpoint_activations},
+        {"device", c.device},
+        {"gemm_precision", c.gemm_precision},
+        {"max_steps", c.max_steps},
+        {"epochs", c.epochs},
+        {"learning_rate", c.learning_rate},
+        {"weight_decay", c.weight_decay},
+        {"schedule", c.schedule},
+        {"warmup_steps", c.warmup_steps},
+        {"max_grad_norm", c.max_grad_norm},
+        {"evaluate_every", c.evaluate_every},
+        {"patience", c.patience},
+        {"init", c.init},
+        {"pretrain_steps", c.pretrain_steps},
+        {"pretrain_batch_size", c.pretrain_batch_size},
+        {"pretrain_candidates", c.pretrain_candidates},
+        {"bm25_k1", c.bm25_k1},
+        {"bm25_b", c.bm25_b},
+        {"candidate_depth", c.candidate_depth},
+        {"encode_batch_size", c.encode_batch_size},
+        {"truncate_dim", c.truncate_dim},
+        {"top_k", c.top_k},
+        {"app", c.app},
+    };
+}
+
+void apply_run_config_json(RunConfig& config, const nlohmann::json& json, const std::string& source) {
+    NCE_CHECK(json.is_object(), "{}: a run config must be a JSON object of settings", source);
+    nlohmann::json merged = run_config_to_json(config);
+    for (const auto& [key, value] : json.items()) {
+        NCE_CHECK(merged.contains(key), "{}: unknown setting '{}' (settings are the flag names with underscores, "
+                  "e.g. batch_size; app settings go under \"app\")", source, key);
+        const nlohmann::json& expected = merged[key];
+        if (key == "loss_parameters") {
+            NCE_CHECK(value.is_object(), "{}: loss_parameters must be an object like {{\"tau\": 0.05}}", source);
+            for (const auto& [name, setting] : value.items()) {
+                NCE_CHECK(setting.is_string() || setting.is_number(),
+                          "{}: loss_parameters.{} must be a number or a string", source, name);
+                merged[key][name] = setting.is_string() ? setting.get<std::string>() : setting.dump();
+            }
+            continue;
+        }
+        NCE_CHECK(same_kind(expected, value), "{}: setting '{}' must be {}, got {}", source, key, kind_name(expected),
+                  value.dump());
+        merged[key] = value;
+    }
+    config = run_config_from_json(merged);
+}
+
+void validate_run_config(const RunConfig& c) {
+    auto positive = [](int64_t value, const char* field) {
+        NCE_CHECK(value > 0, "config: {} must be positive, got {} (flag {})", field, value, flag_name(field));
+    };
+    auto sized_or_positive = [](int64_t value, const char* field) {
+        NCE_CHECK(value > 0 || value == kSizedToData,
+                  "config: {} must be positive, or -1 (sized to the data), got {} (flag {})", field, value,
+                  flag_name(field));
+    };
+    auto non_negative = [](double value, const char* field) {
+        NCE_CHECK(value >= 0, "config: {} must be >= 0, got {} (flag {})", field, value, flag_name(field));
+    };
+    NCE_CHECK(!c.output.empty(), "config: output must name a folder (flag --output)");
+    NCE_CHECK(c.validation_fraction > 0 && c.validation_fraction < 1,
+              "config: validation_fraction must be in (0, 1), got {} (flag --validation-fraction)", c.validation_fraction);
+    NCE_CHECK(c.test_fraction > 0 && c.test_fraction < 1, "config: test_fraction must be in (0, 1), got {} (flag --test-fraction)",
+              c.test_fraction);
+    NCE_CHECK(c.validation_fraction + c.test_fraction < 1,
+              "config: validation_fraction + test_fraction must be below 1, got {} + {}", c.validation_fraction, c.test_fraction);
+    sized_or_positive(c.vocab_size, "vocab_size");
+    data::parse_tokenizer_model_type(c.tokenizer_type);
+    NCE_CHECK(c.character_coverage > 0 && c.character_coverage <= 1,
+              "config: character_coverage must be in (0, 1], got {} (flag --character-coverage)", c.character_coverage);
+    positive(c.d_model, "d_model");
+    positive(c.num_layers, "num_layers");
+    positive(c.nhead, "nhead");
+    NCE_CHECK(c.d_model % c.nhead == 0, "config: d_model ({}) must be a multiple of nhead ({})", c.d_model, c.nhead);
+    positive(c.dim_feedforward, "dim_feedforward");
+    NCE_CHECK(c.dropout >= 0 && c.dropout < 1, "config: dropout must be in [0, 1), got {} (flag --dropout)", c.dropout);
+    NCE_CHECK(c.lexical_dim >= -3 && lexical_width(c) <= nn::kMaxModelWidth, "config: lexical_dim must be -3 (term "
+              "weights and 6 x d_model max-pooled), -2 (term weights), -1 (6 x d_model), 0 (no lexical head) or a width "
+              "up to {}, got {} (flag --lexical-dim)",
+              nn::kMaxModelWidth, c.lexical_dim);
+    sized_or_positive(c.max_query_length, "max_query_length");
+    sized_or_positive(c.max_passage_length, "max_passage_length");
+    for (const auto& [field, prompt] : {std::pair<const char*, const std::string&>{"query_prompt", c.query_prompt},
+                                        {"passage_prompt", c.passage_prompt}})
+        NCE_CHECK(prompt.size() <= nn::ModelConfig::kMaxPromptBytes, "config: {} has {} bytes; a prompt may have at "
+                  "most {} (flag {})", field, prompt.size(), nn::ModelConfig::kMaxPromptBytes, flag_name(field));
+    const losses::LossDefinition& loss = losses::find_loss(c.loss);  // throws naming the known ones
+    for (const auto& [name, value] : c.loss_parameters) {
+        bool known = false;
+        for (const losses::ParamSpec& spec : loss.params) known = known || spec.name == name;
+        NCE_CHECK(known, "config: loss {} has no parameter '{}' (nce loss --list shows its parameters)", c.loss, name);
+        (void)value;
+    }
+    data::parse_triplet_negatives(c.triplet_negatives);
+    positive(c.batch_size, "batch_size");
+    NCE_CHECK(c.batch_size >= 2, "config: batch_size must be at least 2 (in-batch negatives), got {}", c.batch_size);
+    NCE_CHECK(c.mini_batch_size >= 0, "config: mini_batch_size must be 0 (off) or positive, got {} (flag "
+              "--mini-batch-size)", c.mini_batch_size);
+    NCE_CHECK(c.mini_batch_size == 0 || c.loss == "infonce" || c.loss == "infonce_symmetric" || c.loss == "matryoshka",
+              "config: mini_batch_size (GradCache) works with infonce, infonce_symmetric and matryoshka, not {}; set it "
+              "to 0 or change --loss", c.loss);
+    NCE_CHECK(c.device == "cpu" || c.device == "cuda", "config: device must be cpu or cuda, got '{}' (flag --device)",
+              c.device);
+    NCE_CHECK(c.gemm_precision.empty() || c.gemm_precision == "float32" || c.gemm_precision == "bfloat16",
+              "config: gemm_precision must be float32 or bfloat16, got '{}' (flag --gemm-precision)", c.gemm_precision);
+    NCE_CHECK(c.gemm_precision != "bfloat16" || c.device == "cpu", "config: gemm_precision bfloat16 applies to the "
+              "CPU backend's GEMMs; run it with --device cpu (flag --gemm-precision)");
+    positive(c.max_steps, "max_steps");
+    positive(c.epochs, "epochs");
+    NCE_CHECK(c.learning_rate > 0, "config: learning_rate must be positive, got {} (flag --learning-rate)", c.learning_rate);
+    non_negative(c.weight_decay, "weight_decay");
+    nn::schedule_kind_from_name(c.schedule);
+    NCE_CHECK(c.warmup_steps >= 0 && c.warmup_steps <= c.max_steps,
+              "config: warmup_steps must be in [0, max_steps = {}], got {} (flag --warmup-steps)", c.max_steps, c.warmup_steps);
+    non_negative(c.max_grad_norm, "max_grad_norm");
+    non_negative(static_cast<double>(c.evaluate_every), "evaluate_every");
+    non_negative(static_cast<double>(c.patience), "patience");
+    NCE_CHECK(c.pretrain_steps >= -1, "config: pretrain_steps must be -1 (sized to the corpus), 0 (none) or a step "
+              "count, got {} (flag --pretrain-steps)", c.pretrain_steps);
+    NCE_CHECK(c.pretrain_batch_size >= 2, "config: pretrain_batch_size must be at least 2, got {} (flag "
+              "--pretrain-batch-size)", c.pretrain_batch_size);
+    NCE_CHECK(c.pretrain_candidates >= 2, "config: pretrain_candidates must be at least 2 (the teacher ranks them), got "
+              "{} (flag --pretrain-candidates)", c.pretrain_candidates);
+    NCE_CHECK(c.bm25_k1 >= 0, "config: bm25_k1 must be >= 0, got {}", c.bm25_k1);
+    NCE_CHECK(c.bm25_b >= 0 && c.bm25_b <= 1, "config: bm25_b must be in [0, 1], got {}", c.bm25_b);
+    positive(c.candidate_depth, "candidate_depth");
+    NCE_CHECK(c.candidate_depth >= 10, "config: candidate_depth must be at least 10 (the metrics read the top 10), got {}",
+              c.candidate_depth);
+    positive(c.encode_batch_size, "encode_batch_size");
+    NCE_CHECK(c.truncate_dim >= 0 && c.truncate_dim <= c.d_model, "config: truncate_dim must be in 0..d_model ({}), got "
+              "{} (flag --truncate-dim)", c.d_model, c.truncate_dim);
+    positive(c.top_k, "top_k");
+}
+
+void RunConfigOptions::add_to(CLI::App& command, const RunConfig& defaults) {
+    defaults_ = defaults;
+    nlohmann::json shown = run_config_to_json(defaults);
+    command.add_option("--config", config_path_, "JSON file of settings (keys: the flag names with underscores); "
+                                                  "flags given override it");
+    for (const auto& [field, help] : field_help()) {
+        const nlohmann::json& value = shown.at(field);
+        std::string default_text = value.is_string() ? value.get<std::string>() : value.dump();
+        CLI::Option* option = command.add_option(flag_name(field), values_[field], help);
+        if (!default_text.empty()) option->default_str(default_text);
+        options_[field] = option;
+    }
+    loss_parameter_option_ = command.add_option("--loss-parameter", loss_parameter_settings_,
+                                                "a loss parameter as key=value (e.g. tau=0.05); repeatable");
+    command.add_flag("--no-pretrain", no_pretrain_, "skip corpus pretraining (same as --pretrain-steps 0)");
+    command.add_flag("--checkpoint-activations", checkpoint_activations_, "recompute each encoder layer in the "
+                     "backward instead of keeping its activations: the same gradients bit for bit in less memory, "
+                     "for about a third more compute");
+    command.add_flag("--lenient", lenient_, "count and skip the data's bad records instead of stopping at the first");
+}
+
+bool RunConfigOptions::given(const std::string& field) const {
+    auto found = options_.find(field);
+    return found != options_.end() && found->second->count() > 0;
+}
+
+namespace {
+
+// A JSON config file, read whole; one line naming `flag` and the file when that fails.
+nlohmann::json read_config_file(const std::string& path, const std::string& flag) {
+    std::ifstream file(path);
+    NCE_CHECK(file.good(), "{} {}: cannot open the file (check the path)", flag, path);
+    std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    check_json_nesting(text, fmt::format("{} {}", flag, path));
+    try {
+        return nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& error) {
+        fail("{} {}: not valid JSON ({}); fix the file", flag, path, error.what());
+    }
+}
+
+}  // namespace
+
+RunConfig RunConfigOptions::resolve() const { return resolve_from(defaults_); }
+
+bool RunConfigOptions::chosen(const std::string& field) const {
+    return given(field) || (!config_path_.empty() && read_config_file(config_path_, "--config").contains(field));
+}
+
+RunConfig RunConfigOptions::resolve_over_run(const std::string& checkpoint) const {
+    RunConfig first = resolve();  // where the output folder is
+    std::string run_config = RunFiles(first.output).config;
+    if (!fs::is_regular_file(run_config) && !checkpoint.empty())
+        run_config = (fs::path(checkpoint).parent_path() / "config.json").string();
+    if (!fs::is_regular_file(run_config)) return first;
+    RunConfig base = defaults_;
+    apply_run_config_json(base, read_config_file(run_config, "run config"), run_config);
+    base.output = first.output;
+    return resolve_from(base);
+}
+
+RunConfig RunConfigOptions::resolve_from(RunConfig config) const {
+    if (!config_path_.empty()) apply_run_config_json(config, read_config_file(config_path_, "--config"), config_path_);
+    nlohmann::json flags = nlohmann::json::object();
+    nlohmann::json current = run_config_to_json(config);
+    for (const auto& [field, help] : field_help()) {
+        if (!given(field)) continue;
+        flags[field] = parse_flag_value(values_.at(field), current.at(field), flag_name(field));
+    }
+    if (!loss_parameter_settings_.empty()) {
+        nlohmann::json parameters = nlohmann::json::object();
+        for (const std::string& setting : loss_parameter_settings_) {
+            size_t equals = setting.find('=');
+            NCE_CHECK(equals != std::string::npos && equals > 0,
+                      "--loss-parameter expects key=value (e.g. --loss-parameter tau=0.05), got '{}'", setting);
+            parameters[setting.substr(0, equals)] = setting.substr(equals + 1);
+        }
+        flags["loss_parameters"] = parameters;
+    }
+    apply_run_config_json(config, flags, "command line");
+    if (no_pretrain_) config.pretrain_steps = 0;
+    if (checkpoint_activations_) config.checkpoint_activations = true;
+    if (lenient_) config.app["lenient"] = true;
+    // A warmup the user did not set follows a shorter step budget: at most a tenth of it.
+    if (!chosen("warmup_steps")) config.warmup_steps = std::min(config.warmup_steps, config.max_steps / 10);
+    validate_run_config(config);
+    if (config.gemm_precision.empty()) config.gemm_precision = gemm_precision_name(gemm_precision());
+    return config;
+}
+
+RunFiles::RunFiles(const std::string& output_folder)
+    : output(output_folder),
+      config((fs::path(output_folder) / "config.json").string()),
+      tokenizer((fs::path(output_folder) / "tokenizer.model").string()),
+      model((fs::path(output_folder) / "model.safetensors").string()),
+      pretrained((fs::path(output_folder) / "pretrained.safetensors").string()),
+      pretrain_log((fs::path(output_folder) / "pretrain_log.jsonl").string()),
+      best_checkpoint((fs::path(output_folder) / "training_best.safetensors").string()),
+      last_checkpoint((fs::path(output_folder) / "training_last.safetensors").string()),
+      log((fs::path(output_folder) / "train_log.jsonl").string()),
+      results((fs::path(output_folder) / "results.json").string()),
+      split((fs::path(output_folder) / "split.json").string()),
+      curves_svg((fs::path(output_folder) / "training_curves.svg").string()),
+      metrics_svg((fs::path(output_folder) / "metrics.svg").string()),
+      index((fs::path(output_folder) / "index").string()),
+      model_card((fs::path(output_folder) / "README.md").string()) {}
+
+namespace {
+
+// A file name as a message shows it: quoted, control bytes escaped (a newline or a terminal
+// escape in a name cannot break the line), cut at 60 bytes.
+std::string quoted_for_message(const std::string& name) {
+    std::string shown;
+    for (size_t i = 0; i < name.size() && i < 60; ++i) {
+        auto byte = static_cast<unsigned char>(name[i]);
+        shown += byte < 0x20 || byte == 0x7f ? fmt::format("\\x{:02x}", byte) : std::string(1, name[i]);
+    }
+    return "'" + shown + (name.size() > 60 ? "...'" : "'");
+}
+
+// A JSON object of at most 64 MB at `path` with every one of `keys`: a run's config.json
+// ("loss", "max_steps", "seed") or the results.json an eval writes ("app", "rows", "against_bm25").
+bool is_nce_json(const fs::path& path, std::initializer_list<const char*> keys) {
+    std::error_code error;
+    if (!fs::is_regular_file(path, error) || fs::file_size(path, error) > (64 << 20)) return false;
+    std::ifstream file(path);
+    nlohmann::json json = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
+    if (!json.is_object()) return false;
+    for (const char* key : keys)
+        if (!json.contains(key)) return false;
+    return true;
+}
+
+// The folders this process holds the lock of, each once (flock locks conflict between two
+// opens of one file even in one process); the descriptors stay open until the process ends.
+std::set<std::string>& locked_folders() {
+    static std::set<std::string> folders;
+    return folders;
+}
+
+void lock_output_folder(const std::string& output) {
+    std::error_code error;
+    std::string key = fs::weakly_canonical(output, error).string();
+    if (locked_folders().count(key) != 0) return;
+    std::string lock_path = (fs::path(output) / ".nce-lock").string();
+    int descriptor = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    NCE_CHECK(descriptor >= 0, "--output {}: cannot create its lock file ({}); choose a writable folder", output,
+              std::strerror(errno));
+    if (::flock(descriptor, LOCK_EX | LOCK_NB) != 0) {
+        ::close(descriptor);
+        fail("--output {}: another nce run is writing into this folder now; wait for it to end or give another "
+             "--output", output);
+    }
+    locked_folders().insert(key);  // released by the kernel when the process ends, however it ends
+}
+
+}  // namespace
+
+// (A folder that holds an eval's results.json counts as a run's too: eval into its own folder
+// can be run again.)
+void check_output_folder(const std::string& output) {
+    std::error_code error;
+    if (!fs::is_directory(output, error)) return;  // new (or a file: create_output_folder says so)
+    fs::path folder(output);
+    const auto run_config = {"loss", "max_steps", "seed"};
+    if (is_nce_json(folder / "config.json", run_config) || is_nce_json(folder / "compare" / "config.json", run_config) ||
+        is_nce_json(folder / "results.json", {"app", "rows", "against_bm25"}))
+        return;
+    std::vector<std::string> names;
+    for (fs::directory_iterator entry(folder, error), end; !error && entry != end; entry.increment(error)) {
+        std::string name = entry->path().filename().string();
+        if (name != ".nce-lock") names.push_back(name);
+    }
+    if (names.empty()) return;
+    std::sort(names.begin(), names.end());
+    std::string shown = quoted_for_message(names.front());
+    for (size_t i = 1; i < std::min<size_t>(names.size(), 3); ++i) shown += ", " + quoted_for_message(names[i]);
+    fail("--output {}: the folder holds files that are not an nce run's ({}{}), which the run would overwrite; give a "
+         "new or empty folder, or a previous run's", output, shown, names.size() > 3 ? ", ..." : "");
+}
+
+void create_output_folder(const std::string& output) {
+    std::error_code error;
+    fs::create_directories(output, error);
+    NCE_CHECK(!error && fs::is_directory(output), "--output {}: cannot create the folder ({}); choose another path",
+              output, error ? error.message() : "a file of that name exists");
+    lock_output_folder(output);
+}
+
+void write_text_file_atomically(const std::string& path, const std::string& text) {
+    write_bytes_atomically(path, "write", text);
+}
+
+void write_run_config(const std::string& path, const RunConfig& config) {
+    write_text_file_atomically(path, run_config_to_json(config).dump(2) + "\n");
+}
+
+}  // namespace nce::retrieval

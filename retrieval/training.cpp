@@ -1,0 +1,395 @@
+// Training a text_encoder on (query, passage) batches with one contrastive loss, through
+// nn::Trainer.
+#include "retrieval/training.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "eval/rankings.h"
+#include "retrieval/run_device.h"
+#include "data/batching.h"
+#include "distributed/data_parallel.h"
+#include "distributed/distributed_losses.h"
+#include "distributed/sharding.h"
+#include "distributed/world.h"
+#include "engine/error.h"
+#include "losses/losses.h"
+#include "nn/checkpoint.h"
+#include "nn/checkpoint_activations.h"
+#include "nn/grad_cache.h"
+#include "nn/optimizer.h"
+
+namespace nce::retrieval {
+namespace {
+
+// The loss's parameters: the catalogue's defaults, overridden by config.loss_parameters.
+std::map<std::string, std::string> loss_parameters(const RunConfig& config) {
+    std::map<std::string, std::string> parameters;
+    for (const losses::ParamSpec& spec : losses::find_loss(config.loss).params) parameters[spec.name] = spec.default_value;
+    for (const auto& [name, value] : config.loss_parameters) {
+        NCE_CHECK(parameters.count(name), "loss {}: unknown parameter '{}' (nce loss --list shows its parameters)",
+                  config.loss, name);
+        parameters[name] = value;
+    }
+    return parameters;
+}
+
+double number(const std::map<std::string, std::string>& parameters, const std::string& name, const std::string& loss) {
+    const std::string& text = parameters.at(name);
+    try {
+        size_t used = 0;
+        double value = std::stod(text, &used);
+        if (used == text.size() && std::isfinite(value)) return value;
+    } catch (const std::logic_error&) {
+    }
+    fail("loss {}: parameter {} must be a number, got '{}' (flag --loss-parameter {}=VALUE)", loss, name, text, name);
+}
+
+data::BatchStrategy strategy_for(const std::string& loss) {
+    if (loss == "infonce" || loss == "infonce_symmetric" || loss == "matryoshka") return data::BatchStrategy::InfoNce;
+    if (loss == "multi_positive" || loss == "rank_infonce") return data::BatchStrategy::MultiplePositives;
+    if (loss == "hard_negative_infonce" || loss == "cosent" || loss == "contrastive") return data::BatchStrategy::HardNegative;
+    if (loss == "triplet") return data::BatchStrategy::Triplet;
+    if (loss == "listwise") return data::BatchStrategy::Listwise;
+    fail("training: loss '{}' cannot train a model here; use one of: {}", loss, fmt::join(training_loss_names(), ", "));
+}
+
+// The fewest rows a batch needs for the loss: in-batch losses need two.
+// Under mpirun every process embeds at least one row of each batch.
+size_t minimum_rows(const std::string& loss) {
+    size_t rows = loss == "triplet" || loss == "listwise" ? 1 : 2;
+    return std::max(rows, static_cast<size_t>(distributed::world().size()));
+}
+
+// One epoch's usable batches (seeded by the epoch, so a step's batch depends on its position only).
+std::vector<data::Batch> usable_batches(const data::RetrievalDataset& train, const RunConfig& config, int64_t epoch) {
+    data::BatchOptions options;
+    options.strategy = strategy_for(config.loss);
+    options.batch_size = config.batch_size;
+    options.seed = config.seed * 1000003 + static_cast<uint64_t>(epoch);
+    options.triplet_negatives = data::parse_triplet_negatives(config.triplet_negatives);
+    options.drop_last = false;
+    std::vector<data::Batch> batches;
+    for (data::Batch& batch : data::make_batches(train, options).batches)
+        if (batch.rows.size() >= minimum_rows(config.loss)) batches.push_back(std::move(batch));
+    return batches;
+}
+
+// hard_negatives[q]: the passages the data marks as not answering query q (a pairs file's
+// negative columns; Relevance::hard_negative), in the data's order.
+std::vector<std::vector<int64_t>> hard_negatives_by_query(const data::RetrievalDataset& dataset) {
+    std::vector<std::vector<int64_t>> negatives(dataset.queries.size());
+    for (const data::Relevance& entry : dataset.relevance)
+        if (entry.hard_negative) negatives[static_cast<size_t>(entry.query)].push_back(entry.passage);
+    return negatives;
+}
+
+// The extra candidates of an infonce batch: the hard negatives of its rows' queries, each
+// text once, leaving out any text that is a positive of the batch (it would be scored as a
+// negative of its own query). Empty when the data has none.
+std::vector<std::string> batch_hard_negative_texts(const data::Batch& batch, const data::RetrievalDataset& train,
+                                                   const std::vector<std::vector<int64_t>>& hard_negatives) {
+    std::set<std::string> taken;
+    for (const data::BatchRow& row : batch.rows) taken.insert(train.passages[static_cast<size_t>(row.passage)].text);
+    std::vector<std::string> texts;
+    for (const data::BatchRow& row : batch.rows)
+        for (int64_t passage : hard_negatives[static_cast<size_t>(row.query)]) {
+            const std::string& text = train.passages[static_cast<size_t>(passage)].text;
+            if (taken.insert(text).second) texts.push_back(text);
+        }
+    return texts;
+}
+
+// The model's embeddings of `texts` with dropout from `generator`: a graph for the loss, on
+// the model's device.
+Var embed(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, const std::vector<std::string>& texts,
+          int64_t max_length, Generator& generator) {
+    return encode_on_model_device(model, tokenizer.encode(texts, max_length), &generator);
+}
+
+// The texts as the model reads them: its query prompt, or its passage prompt, in front.
+std::vector<std::string> as_queries(const nn::EmbeddingModel& model, std::vector<std::string> texts) {
+    return with_prompt(model.config().query_prompt, std::move(texts));
+}
+std::vector<std::string> as_passages(const nn::EmbeddingModel& model, std::vector<std::string> texts) {
+    return with_prompt(model.config().passage_prompt, std::move(texts));
+}
+
+// Under `mpirun -np K` (distributed/): this process embeds its slice of the batch's rows and
+// the distributed loss gathers the other processes' embeddings, so every row of the batch
+// is a negative for every other, as on one process; the value is this process's share.
+// The in-batch losses infonce and infonce_symmetric run this way. The data's hard negatives
+// of the whole batch are one list on every process; each embeds its slice of it, and the
+// loss gathers them after every process's positives, as one process stacks [P; negatives].
+Var distributed_batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, const data::Batch& batch,
+                           const data::RetrievalDataset& train, const std::vector<std::vector<int64_t>>& hard_negatives,
+                           const RunConfig& config, const std::map<std::string, std::string>& parameters,
+                           Generator& generator) {
+    const std::string& loss = config.loss;
+    NCE_CHECK(loss == "infonce" || loss == "infonce_symmetric",
+              "training: loss {} does not run on several processes; use infonce or infonce_symmetric, or run one "
+              "process", loss);
+    data::Batch local = batch;
+    local.rows = distributed::local_slice(batch.rows);
+    Var q = embed(model, tokenizer, as_queries(model, data::query_texts(local, train)), config.max_query_length,
+                  generator);
+    Var p = embed(model, tokenizer, as_passages(model, data::passage_texts(local, train)), config.max_passage_length,
+                  generator);
+    Var negatives;  // undefined on every process when the batch has none
+    std::vector<std::string> negative_texts = batch_hard_negative_texts(batch, train, hard_negatives);
+    if (!negative_texts.empty()) {
+        std::vector<std::string> local_negatives = distributed::local_slice(negative_texts);
+        negatives = local_negatives.empty()
+                        ? Var(Tensor::zeros({0, p.value().size(1)}, p.value().dtype()))  // [0, d]: fewer than processes
+                        : embed(model, tokenizer, as_passages(model, std::move(local_negatives)),
+                                config.max_passage_length, generator);
+    }
+    double tau = number(parameters, "tau", loss);
+    return loss == "infonce" ? distributed::infonce(q, p, negatives, Var(), tau)
+                             : distributed::infonce_symmetric(q, p, negatives, Var(), tau);
+}
+
+// The losses over (q, p) with in-batch negatives and optional extra negatives: infonce,
+// infonce_symmetric (negatives in the q -> p direction), matryoshka (no negatives).
+Var pair_loss(const Var& q, const Var& p, const Var& negatives, const std::string& loss,
+              const std::map<std::string, std::string>& parameters) {
+    double tau = number(parameters, "tau", loss);
+    if (loss == "infonce") return losses::infonce(q, p, negatives, Var(), tau);
+    if (loss == "infonce_symmetric") return losses::infonce_symmetric(q, p, negatives, Var(), tau);
+    NCE_CHECK(loss == "matryoshka", "training: {} is not a pair loss", loss);
+    return losses::matryoshka(q, p, Var(), tau, losses::parse_matryoshka_dims(parameters.at("dims")),
+                              losses::parse_matryoshka_weights(parameters.at("weights")));
+}
+
+// GradCache (nn/grad_cache.h): the batch's infonce, infonce_symmetric or matryoshka, its exact gradient
+// accumulated into the parameters config.mini_batch_size rows at a time; returns the loss.
+double grad_cache_batch(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, const data::Batch& batch,
+                        const data::RetrievalDataset& train, const RunConfig& config,
+                        const std::map<std::string, std::string>& parameters, Generator& generator) {
+    data::EncodedBatch queries =
+        tokenizer.encode(as_queries(model, data::query_texts(batch, train)), config.max_query_length);
+    data::EncodedBatch passages =
+        tokenizer.encode(as_passages(model, data::passage_texts(batch, train)), config.max_passage_length);
+    const Device device = model_device(model);
+    nn::PairBatch pairs{queries.ids.to(device), queries.mask.to(device), passages.ids.to(device),
+                        passages.mask.to(device)};
+    nn::EmbeddingLoss loss = [&](const Var& q, const Var& p, const Var&) {
+        return pair_loss(q, p, Var(), config.loss, parameters);
+    };
+    return nn::grad_cache_step(model, model, pairs, loss, config.mini_batch_size, generator);
+}
+
+// The batch's loss, by the table in training.h.
+Var batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, const data::Batch& batch,
+               const data::RetrievalDataset& train, const std::vector<std::vector<int64_t>>& hard_negatives,
+               const RunConfig& config, const std::map<std::string, std::string>& parameters, Generator& generator) {
+    const std::string& loss = config.loss;
+    if (distributed::world().size() > 1)
+        return distributed_batch_loss(model, tokenizer, batch, train, hard_negatives, config, parameters, generator);
+    auto p_of = [&] {
+        return embed(model, tokenizer, as_passages(model, data::passage_texts(batch, train)), config.max_passage_length,
+                     generator);
+    };
+    if (loss == "listwise") {
+        // Rows come in groups of K with one query: q [Q, d] from each group's first row,
+        // a [Q, K, d], score [Q, K].
+        int64_t answers = batch.answers_per_query;
+        int64_t queries = static_cast<int64_t>(batch.rows.size()) / answers;
+        std::vector<std::string> all_queries = data::query_texts(batch, train), group_queries;
+        for (int64_t g = 0; g < queries; ++g) group_queries.push_back(all_queries[static_cast<size_t>(g * answers)]);
+        Var q = embed(model, tokenizer, as_queries(model, group_queries), config.max_query_length, generator);
+        Var p = p_of();
+        Var a = reshape(p, {queries, answers, p.value().size(1)});
+        Tensor score = beside(q, data::score_tensor(batch, Dtype::Float32).reshape({queries, answers}));
+        return losses::listwise(q, a, score, number(parameters, "tau", loss));
+    }
+    Var q = embed(model, tokenizer, as_queries(model, data::query_texts(batch, train)), config.max_query_length, generator);
+    Var p = p_of();
+    if (loss == "infonce" || loss == "infonce_symmetric" || loss == "matryoshka") {
+        // The data's hard negatives join the candidates of the query -> passage direction.
+        std::vector<std::string> negative_texts =
+            loss == "matryoshka" ? std::vector<std::string>{} : batch_hard_negative_texts(batch, train, hard_negatives);
+        Var negatives = negative_texts.empty() ? Var()
+                                               : embed(model, tokenizer, as_passages(model, std::move(negative_texts)),
+                                                       config.max_passage_length, generator);
+        return pair_loss(q, p, negatives, loss, parameters);
+    }
+    Tensor qid = beside(q, data::qid_tensor(batch));
+    if (loss == "multi_positive") return losses::multi_positive(q, p, qid, Var(), number(parameters, "tau", loss));
+    if (loss == "rank_infonce") {
+        losses::RankInfonceOptions options;
+        options.tau = number(parameters, "tau", loss);
+        options.rank_weight = number(parameters, "rank_weight", loss);
+        options.score_weight = number(parameters, "score_weight", loss);
+        options.use_ranks = number(parameters, "use_ranks", loss) != 0;
+        options.use_scores = number(parameters, "use_scores", loss) != 0;
+        return losses::rank_infonce(q, p, qid, beside(q, data::rank_tensor(batch)),
+                                    beside(q, data::score_tensor(batch, Dtype::Float32)), Var(), options);
+    }
+    if (loss == "hard_negative_infonce")
+        return losses::hard_negative_infonce(q, p, qid, Var(), number(parameters, "tau", loss),
+                                             number(parameters, "weight", loss));
+    if (loss == "cosent" || loss == "contrastive") {
+        // One pair per row: the query and one of its passages, labelled by the row's score
+        // (a pairs file's score column; its negatives score 0).
+        Tensor label = beside(q, data::score_tensor(batch, Dtype::Float32));
+        if (loss == "cosent") return losses::cosent(q, p, label, number(parameters, "scale", loss));
+        for (const data::BatchRow& row : batch.rows)
+            NCE_CHECK(row.score >= 0 && row.score <= 1, "training: loss contrastive needs labels in [0, 1] (1 = similar), "
+                      "got score {} for query '{}'; rescale the score column or use cosent", row.score,
+                      train.queries[static_cast<size_t>(row.query)].id);
+        return losses::contrastive(q, p, label, number(parameters, "margin", loss),
+                                   losses::parse_contrastive_metric(parameters.at("metric")));
+    }
+    if (loss == "triplet") {
+        Var n = embed(model, tokenizer, as_passages(model, data::negative_texts(batch, train)), config.max_passage_length,
+                      generator);
+        return losses::triplet(q, p, n, number(parameters, "margin", loss),
+                               losses::parse_triplet_metric(parameters.at("metric")));
+    }
+    strategy_for(loss);  // throws naming the losses that can train
+    return Var();
+}
+
+std::vector<std::string> texts_of_queries(const data::RetrievalDataset& dataset) {
+    std::vector<std::string> texts;
+    for (const data::Query& query : dataset.queries) texts.push_back(query.text);
+    return texts;
+}
+
+std::vector<std::string> texts_of_passages(const data::RetrievalDataset& dataset) {
+    std::vector<std::string> texts;
+    for (const data::Passage& passage : dataset.passages) texts.push_back(passage.text);
+    return texts;
+}
+
+}  // namespace
+
+const std::vector<std::string>& training_loss_names() {
+    static const std::vector<std::string> names = {"infonce", "infonce_symmetric", "multi_positive", "rank_infonce",
+                                                   "hard_negative_infonce", "triplet", "listwise", "cosent",
+                                                   "contrastive", "matryoshka"};
+    return names;
+}
+
+TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer,
+                                  const data::RetrievalDataset& train, const data::RetrievalDataset& validation,
+                                  const RunConfig& config, const RunFiles& files, bool start_is_a_candidate,
+                                  const ValidationScore& score) {
+    strategy_for(config.loss);
+    nn::set_checkpoint_activations(model, config.checkpoint_activations);
+    const std::map<std::string, std::string> parameters = loss_parameters(config);
+    const std::vector<std::vector<int64_t>> hard_negatives = hard_negatives_by_query(train);
+    // What runs on one process only, checked once before the first step.
+    const bool marks_hard_negatives =
+        std::any_of(hard_negatives.begin(), hard_negatives.end(), [](const auto& list) { return !list.empty(); });
+    const bool several_processes = distributed::world().size() > 1;
+    NCE_CHECK(!several_processes || config.mini_batch_size == 0, "training: --mini-batch-size (GradCache) runs on one "
+              "process; under mpirun each process already embeds only its slice of the batch: drop it");
+    NCE_CHECK(config.mini_batch_size == 0 || !marks_hard_negatives, "training: --mini-batch-size (GradCache) caches "
+              "queries and positives only, and the data marks hard negatives; drop --mini-batch-size or the negative "
+              "columns");
+    if (config.loss == "cosent") {
+        // cosent ranks pairs by their scores: with one score for all it has nothing to learn.
+        std::set<double> scores;
+        for (const data::Relevance& entry : train.relevance) scores.insert(entry.score);
+        NCE_CHECK(scores.size() >= 2, "training: loss cosent learns from pairs scored differently, but every training "
+                  "pair of {} has the same score; give a score column or negative columns, or use infonce", train.name);
+    }
+    TrainingReport report;
+    // Counted as the model reads them, prompts included.
+    std::vector<std::string> train_queries = as_queries(model, texts_of_queries(train)),
+                             train_passages = as_passages(model, texts_of_passages(train));
+    report.queries = {static_cast<int64_t>(train_queries.size()),
+                      count_truncated(tokenizer, train_queries, config.max_query_length)};
+    report.passages = {static_cast<int64_t>(train_passages.size()),
+                       count_truncated(tokenizer, train_passages, config.max_passage_length)};
+
+    // One epoch's batches at a time; a step's batch is a function of (epoch, batch index).
+    int64_t planned_epoch = 1;
+    std::vector<data::Batch> batches = usable_batches(train, config, planned_epoch);
+    NCE_CHECK(!batches.empty(), "training: the training split ({} queries) gives no batch of at least {} rows for loss "
+              "{}; use more data or another loss", train.queries.size(), minimum_rows(config.loss), config.loss);
+    report.batches_per_epoch = static_cast<int64_t>(batches.size());
+
+    nn::AdamWOptions adam;
+    adam.learning_rate = config.learning_rate;
+    adam.weight_decay = config.weight_decay;
+    nn::AdamW optimizer(model.parameters(), adam);
+    if (distributed::world().size() > 1) distributed::broadcast_parameters(model);  // rank 0's weights everywhere
+
+    nn::TrainerOptions options;
+    options.epochs = config.epochs;
+    options.steps_per_epoch = report.batches_per_epoch;
+    options.max_steps = config.max_steps;
+    options.seed = config.seed;
+    nn::LearningRateSchedule schedule;
+    schedule.kind = nn::schedule_kind_from_name(config.schedule);
+    schedule.base_learning_rate = config.learning_rate;
+    schedule.warmup_steps = config.warmup_steps;
+    schedule.total_steps = config.max_steps;
+    options.schedule = schedule;
+    options.max_grad_norm = config.max_grad_norm;
+    options.evaluate_every = validation.queries.empty() ? 0 : config.evaluate_every;
+    options.evaluate_start = start_is_a_candidate;
+    options.patience = config.patience;
+    options.best_checkpoint_path = options.evaluate_every > 0 ? files.best_checkpoint : "";
+    options.last_checkpoint_path = files.last_checkpoint;
+    options.metrics_log_path = files.log;
+    // Under mpirun only rank 0 shows progress and writes the log and checkpoints.
+    nn::Trainer trainer(model, optimizer, distributed::options_for_this_rank(options));
+
+    auto loss_of = [&](const nn::StepPosition& position, Generator& generator) {
+        if (position.epoch != planned_epoch) {
+            planned_epoch = position.epoch;
+            batches = usable_batches(train, config, planned_epoch);
+            NCE_CHECK(!batches.empty(), "training: epoch {} has no usable batch", planned_epoch);
+        }
+        const data::Batch& batch = batches[static_cast<size_t>(position.batch_index) % batches.size()];
+        if (config.mini_batch_size > 0)
+            return nn::BatchLoss::gradients_ready(
+                grad_cache_batch(model, tokenizer, batch, train, config, parameters, generator),
+                static_cast<int64_t>(batch.rows.size()));
+        Var loss = batch_loss(model, tokenizer, batch, train, hard_negatives, config, parameters, generator);
+        return nn::BatchLoss::with_graph(loss, static_cast<int64_t>(batch.rows.size()));
+    };
+    eval::RelevantSets validation_relevant;
+    std::vector<std::string> validation_queries, validation_passages;
+    if (options.evaluate_every > 0 && !score) {
+        validation_relevant = eval::relevant_sets(validation);
+        validation_queries = as_queries(model, texts_of_queries(validation));
+        validation_passages = as_passages(model, texts_of_passages(validation));
+    }
+    auto evaluate = [&](nn::EmbeddingModel& evaluated) {
+        if (score) return score(evaluated);
+        Tensor q = encode_texts(evaluated, tokenizer, validation_queries, config.max_query_length, config.encode_batch_size);
+        Tensor p = encode_texts(evaluated, tokenizer, validation_passages, config.max_passage_length,
+                                config.encode_batch_size);
+        eval::RankedLists ranked = eval::dense_rankings(q, p, 10);
+        return eval::retrieval_metrics(ranked.passages, validation_relevant, {10}).at(10).mrr;
+    };
+
+    auto start = std::chrono::steady_clock::now();
+    if (distributed::world().size() > 1) {
+        // Gradients summed over the processes each step; rank 0 evaluates and shares its score.
+        nn::BatchLossFunction data_parallel = distributed::data_parallel_loss(loss_of, model);
+        report.result = options.evaluate_every > 0
+                            ? trainer.fit(data_parallel, distributed::evaluate_on_main_rank(evaluate))
+                            : trainer.fit(data_parallel);
+    } else {
+        report.result = options.evaluate_every > 0 ? trainer.fit(loss_of, evaluate) : trainer.fit(loss_of);
+    }
+    report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+    // Keep the best evaluated parameters (the trainer saved them), else the last ones.
+    if (options.evaluate_every > 0 && std::filesystem::exists(files.best_checkpoint))
+        report.best_step = nn::restore_training_checkpoint(files.best_checkpoint, model).step;
+    model.train(false);
+    nn::save_model(files.model, model, {{"loss", config.loss}});
+    return report;
+}
+
+}  // namespace nce::retrieval

@@ -1,0 +1,76 @@
+// Training a text_encoder on a split's (query, passage) pairs with one contrastive loss,
+// through nn::Trainer (AdamW, warmup + schedule, gradient clipping, JSON-lines log, best and
+// last training checkpoints, early stopping on validation MRR@10).
+//
+// Each loss takes the batches it needs (data/batching.h) and is called through its typed
+// function (losses/losses.h) on the model's embeddings:
+//
+//   loss                    batch strategy        call
+//   infonce                 infonce               infonce(q, p, neg, -, tau)
+//   infonce_symmetric       infonce               infonce_symmetric(q, p, neg, -, tau)
+//   multi_positive          multiple_positives    multi_positive(q, p, qid, tau)
+//   rank_infonce            multiple_positives    rank_infonce(q, p, qid, rank, score, options)
+//   hard_negative_infonce   hard_negative         hard_negative_infonce(q, p, qid, tau, weight)
+//   triplet                 triplet               triplet(q, p, n, margin, metric)
+//   listwise                listwise              listwise(q, p [Q, K, d], score [Q, K], tau)
+//   cosent                  hard_negative         cosent(q, p, score, scale)
+//   contrastive             hard_negative         contrastive(q, p, score, margin, metric)
+//   matryoshka              infonce               matryoshka(q, p, -, tau, dims, weights)
+//
+// neg: the hard negatives the data marks (Relevance::hard_negative, a pairs file's negative
+// columns) of the batch's queries, each text once and none that is a positive of the batch;
+// none when the data marks none. With config.mini_batch_size > 0, infonce,
+// infonce_symmetric and matryoshka run through GradCache (nn/grad_cache.h): the same loss and gradient,
+// embedding mini_batch_size rows at a time (data with hard negatives is refused). cosent and contrastive take each row as a pair labelled by
+// its score (a marked negative scores 0); contrastive needs labels in [0, 1].
+//
+// Loss parameters come from config.loss_parameters over the catalogue's defaults. Batches
+// with fewer rows than the loss needs are skipped (the step takes the next batch); a plan
+// with no usable batch is an error naming the loss and the data.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "retrieval/run_config.h"
+#include "retrieval/text_model.h"
+#include "data/dataset.h"
+#include "data/tokenizer.h"
+#include "nn/model.h"
+#include "nn/trainer.h"
+
+namespace nce::retrieval {
+
+// The losses training can use, in the order above.
+const std::vector<std::string>& training_loss_names();
+
+struct TrainingReport {
+    nn::TrainingResult result;       // steps, last loss, best validation MRR@10, stopped early
+    double seconds = 0;              // wall time of the training loop
+    int64_t batches_per_epoch = 0;
+    TruncationCount queries;         // training texts longer than the maximum lengths...
+    TruncationCount passages;        // ...counted once, over the training split
+    int64_t best_step = -1;          // the step of the kept parameters (0: the start); -1: no evaluation
+};
+
+// A model's validation score (higher is better): what the trainer keeps its best step by.
+using ValidationScore = std::function<double(nn::EmbeddingModel&)>;
+
+// Trains `model` in place on `train`, scoring MRR@10 on `validation` every
+// config.evaluate_every steps: dense exact search over the validation passages as they are,
+// or `score` when given (the retrieval apps score as their end-of-run choice does: passages
+// read in windows, the terms at their best share, so the best step is best by that). Writes
+// files.log, files.best_checkpoint and files.last_checkpoint; at the end the model holds the
+// best evaluated parameters (or the last ones when there was no evaluation) and is saved as
+// files.model. With start_is_a_candidate the starting parameters are scored before step 1 and
+// may be the best (a fine-tuning that only forgets keeps its start); off, only trained
+// parameters are (compare: what each loss does to a shared start). Throws nce::Error for an
+// unknown loss, a split with nothing to train on, or a loss that stops being finite (naming
+// the step).
+TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer,
+                                  const data::RetrievalDataset& train, const data::RetrievalDataset& validation,
+                                  const RunConfig& config, const RunFiles& files, bool start_is_a_candidate = true,
+                                  const ValidationScore& score = {});
+
+}  // namespace nce::retrieval
