@@ -7,6 +7,7 @@
 //
 //   y = nce.matmul(a, b, transpose="second")     # a · b^T
 //   s = nce.sum(x, axis=1, keepdim=True)
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,9 +42,9 @@ std::vector<Var> var_list(const py::sequence& parts) {
 
 // Reductions: axis None reduces every element to a scalar.
 template <typename Whole, typename Along>
-Var reduce(const VarLike& x, py::object axis, bool keepdim, Whole whole, Along along) {
-    if (axis.is_none()) return whole(x.var());
-    return along(x.var(), axis.cast<int64_t>(), keepdim);
+Var reduce(const VarLike& x, std::optional<int64_t> axis, bool keepdim, Whole whole, Along along) {
+    if (!axis) return whole(x.var());
+    return along(x.var(), *axis, keepdim);
 }
 
 }  // namespace
@@ -120,33 +121,38 @@ void bind_ops(py::module_& m) {
        "GELU, elementwise, any shape: x Φ(x) (erf, exact) or its tanh approximation (BERT's and GPT-2's).\n"
        "Backward: dx = dy * (Φ(x) + x φ(x)) for erf. Derived in docs/derivations/ops/gelu.md.");
 
-    m.def("sum", [](const VarLike& x, py::object axis, bool keepdim) {
+    m.def("sum", [](const VarLike& x, std::optional<int64_t> axis, bool keepdim) {
         return reduce(x, axis, keepdim, [](const Var& v) { return sum(v); },
                       [](const Var& v, int64_t a, bool k) { return sum(v, a, k); });
     }, arg("x"), arg("axis") = py::none(), arg("keepdim") = false,
-       "Sum of every element (axis None: a scalar []) or along one axis (that axis removed, or kept as 1).\n"
+       "Sum of every element, x [...] -> [] (axis None), or along one axis: that axis removed, or kept as 1 with "
+       "keepdim.\n"
        "Backward: dx = dy broadcast back to x's shape. Derived in docs/derivations/ops/reductions.md.");
-    m.def("mean", [](const VarLike& x, py::object axis, bool keepdim) {
+    m.def("mean", [](const VarLike& x, std::optional<int64_t> axis, bool keepdim) {
         return reduce(x, axis, keepdim, [](const Var& v) { return mean(v); },
                       [](const Var& v, int64_t a, bool k) { return mean(v, a, k); });
     }, arg("x"), arg("axis") = py::none(), arg("keepdim") = false,
-       "Mean of every element (axis None) or along one axis.\nBackward: dx = dy / n broadcast back, n the "
+       "Mean of every element, x [...] -> [] (axis None), or along one axis (removed, or kept as 1).\n"
+       "Backward: dx = dy / n broadcast back, n the "
        "elements averaged. Derived in docs/derivations/ops/reductions.md.");
-    m.def("max", [](const VarLike& x, py::object axis, bool keepdim) {
+    m.def("max", [](const VarLike& x, std::optional<int64_t> axis, bool keepdim) {
         return reduce(x, axis, keepdim, [](const Var& v) { return max(v); },
                       [](const Var& v, int64_t a, bool k) { return max(v, a, k); });
     }, arg("x"), arg("axis") = py::none(), arg("keepdim") = false,
-       "Max of every element (axis None) or along one axis.\nBackward: dy goes to the first maximum, 0 elsewhere. "
+       "Max of every element, x [...] -> [] (axis None), or along one axis (removed, or kept as 1).\n"
+       "Backward: dy goes to the first maximum, 0 elsewhere. "
        "Derived in docs/derivations/ops/reductions.md.");
 
     m.def("reshape", [](const VarLike& x, const Shape& shape) { return reshape(x.var(), shape); }, arg("x"),
-          arg("shape"), "x with a new shape of as many elements (row-major order kept).\nBackward: dx = dy reshaped "
+          arg("shape"), "x [...] -> [shape], as many elements (row-major order kept).\nBackward: dx = dy reshaped "
           "back. engine/ops/shape.cpp.");
     m.def("permute", [](const VarLike& x, const std::vector<int64_t>& axes) { return permute(x.var(), axes); },
           arg("x"), arg("axes"), "x's axes reordered: output axis i is x's axis axes[i].\nBackward: dy permuted by "
           "the inverse order. engine/ops/shape.cpp.");
     m.def("transpose", [](const VarLike& x, int64_t a, int64_t b) { return transpose(x.var(), a, b); },
-          arg("x"), arg("axis_a"), arg("axis_b"), "x with two axes swapped.\nBackward: dy with the same two axes "
+          arg("x"), arg("axis_a"), arg("axis_b"),
+          "x [..., a, ..., b, ...] -> [..., b, ..., a, ...]: two axes swapped.\n"
+          "Backward: dy with the same two axes "
           "swapped back. engine/ops/shape.cpp.");
     m.def("slice", [](const VarLike& x, int64_t axis, int64_t start, int64_t end) {
         return slice(x.var(), axis, start, end);
@@ -154,10 +160,12 @@ void bind_ops(py::module_& m) {
        "x[..., start:end, ...] along one axis.\nBackward: dy written into zeros of x's shape at those positions. "
        "engine/ops/shape.cpp.");
     m.def("concat", [](const py::sequence& parts, int64_t axis) { return concat(var_list(parts), axis); },
-          arg("parts"), arg("axis"), "The parts joined along an existing axis (their other sizes equal).\n"
+          arg("parts"), arg("axis"),
+          "The parts [..., n_i, ...] joined along an existing axis -> [..., sum n_i, ...] (their other sizes equal).\n"
           "Backward: each part gets its own slice of dy. engine/ops/shape.cpp.");
     m.def("stack", [](const py::sequence& parts, int64_t axis) { return stack(var_list(parts), axis); },
-          arg("parts"), arg("axis"), "The parts (one shape) joined along a new axis.\nBackward: each part gets its "
+          arg("parts"), arg("axis"), "The parts, each [s...], joined along a new axis -> [..., len(parts), ...].\n"
+          "Backward: each part gets its "
           "own index of dy along that axis. engine/ops/shape.cpp.");
     m.def("index_select", [](const VarLike& table, const ArrayLike& indices) {
         return index_select(table.var(), indices.tensor());
@@ -166,10 +174,12 @@ void bind_ops(py::module_& m) {
        "row of dy is added into dtable at its index (repeated indices add up). engine/ops/index_select.cpp.");
 
     m.def("softmax", [](const VarLike& x) { return softmax(x.var()); }, arg("x"),
-          "Softmax over the last axis, any leading shape: y_j = e^(x_j) / sum_k e^(x_k).\nBackward: dx = y * (dy - "
+          "Softmax over the last axis, x [..., C] -> [..., C]: y_j = e^(x_j) / sum_k e^(x_k).\n"
+          "Backward: dx = y * (dy - "
           "sum_j dy_j y_j), row by row. Derived in docs/derivations/ops/softmax.md.");
     m.def("log_softmax", [](const VarLike& x) { return log_softmax(x.var()); }, arg("x"),
-          "log softmax over the last axis: x_j - log sum_k e^(x_k), computed stably.\nBackward: dx = dy - "
+          "log softmax over the last axis, x [..., C] -> [..., C]: x_j - log sum_k e^(x_k), computed stably.\n"
+          "Backward: dx = dy - "
           "softmax(x) * sum_j dy_j. Derived in docs/derivations/ops/softmax.md.");
     m.def("cross_entropy", [](const VarLike& logits, const ArrayLike& targets) {
         return cross_entropy(logits.var(), targets.tensor());

@@ -15,6 +15,7 @@
 #include <initializer_list>
 #include <iterator>
 #include <set>
+#include <variant>
 
 #include "data/batching.h"
 #include "data/tokenizer.h"
@@ -31,66 +32,141 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// One line of help per field, in the order the flags are listed.
-const std::vector<std::pair<std::string, std::string>>& field_help() {
-    static const std::vector<std::pair<std::string, std::string>> help = {
-        {"data", "data file or folder (default: the app's generated data)"},
-        {"output", "folder for everything the run writes"},
-        {"seed", "seed of every random choice (data, split, init, batches, dropout)"},
-        {"validation_fraction", "share of queries (by group) in the validation split"},
-        {"test_fraction", "share of queries (by group) in the test split"},
-        {"vocab_size", "tokenizer vocabulary size (-1: sized to the data)"},
-        {"tokenizer_type", "tokenizer model: unigram or bpe"},
-        {"character_coverage", "share of characters the tokenizer covers"},
-        {"d_model", "model width"},
-        {"num_layers", "transformer layers"},
-        {"nhead", "attention heads"},
-        {"dim_feedforward", "feed-forward width"},
-        {"dropout", "dropout probability while training"},
-        {"lexical_dim", "the model's lexical head beside the mean-pooled vector: -2 term weights (one number per "
-                        "vocabulary piece, written by the text's own tokens), -1 a max-pooled vector of 6 x d_model, "
-                        "-3 both, N > 0 a max-pooled vector of N, 0 none"},
-        {"max_query_length", "query tokens kept, the query prompt's included (longer queries are truncated and counted; "
-                             "-1: sized to the data)"},
-        {"max_passage_length", "passage tokens kept, the passage prompt's included (longer passages are truncated and "
-                               "counted, or read in windows where the app does; -1: sized to the data)"},
-        {"query_prompt", "text written before every query the model reads, e.g. \"query: \" (its tokens count "
-                         "towards --max-query-length); saved in the model, applied by index and search"},
-        {"passage_prompt", "text written before every passage the model reads, e.g. \"passage: \" (its tokens count "
-                           "towards --max-passage-length); saved in the model, applied by index"},
-        {"loss", "training loss: infonce, infonce_symmetric, multi_positive, rank_infonce, hard_negative_infonce, "
-                 "triplet, listwise, cosent, contrastive, matryoshka"},
-        {"triplet_negatives", "triplet's negatives: hard_negative, in_batch, mixed"},
-        {"batch_size", "rows per training batch"},
-        {"mini_batch_size", "GradCache: rows embedded at a time, the batch's exact gradient in less memory "
-                            "(0: the whole batch; infonce, infonce_symmetric, matryoshka)"},
-        {"device", "compute on cpu or cuda: train, pretrain, eval and index move the model and each batch to the GPU "
-                   "and the embeddings back (checked against the CPU on the CUDA backend's host-run build, and once "
-                   "on an H200)"},
-        {"gemm_precision", "float32 or bfloat16: float32 GEMMs round their operands to bfloat16 and accumulate in "
-                           "float32 (oneDNN; CPU only); default: NCE_GEMM_PRECISION, else float32"},
-        {"max_steps", "training step budget"},
-        {"epochs", "most epochs (max_steps usually ends the run first)"},
-        {"learning_rate", "AdamW learning rate"},
-        {"weight_decay", "AdamW weight decay"},
-        {"schedule", "learning-rate schedule: constant, linear, cosine"},
-        {"warmup_steps", "steps of linear warmup (when not set: the app's, or a tenth of --max-steps if that is less)"},
-        {"max_grad_norm", "clip the gradient norm to this (0: no clipping)"},
-        {"evaluate_every", "steps between validation evaluations (0: none)"},
-        {"patience", "evaluations without improvement before stopping (0: never)"},
-        {"init", "model to start from: a sentence-transformers or Hugging Face encoder folder (its tokenizer, fine-tuning "
-                 "defaults), or an nce checkpoint of the same kind and size; train skips corpus pretraining"},
-        {"pretrain_steps", "corpus pretraining steps before the pairs (-1: sized to the corpus, 0: none)"},
-        {"pretrain_batch_size", "pseudo-queries per pretraining step"},
-        {"pretrain_candidates", "BM25's top-k per pseudo-query, the pretraining teacher's candidates"},
-        {"bm25_k1", "BM25 k1"},
-        {"bm25_b", "BM25 b"},
-        {"candidate_depth", "passages each ranking keeps (the hybrid fuses these)"},
-        {"encode_batch_size", "texts per forward pass when encoding"},
-        {"top_k", "search: results to print"},
-        {"truncate_dim", "index: keep each embedding's first N numbers, re-normalised (a matryoshka model); 0: all"},
+// Every setting once: its JSON key (its flag is the key with dashes: batch_size ->
+// --batch-size), the group its flag is listed under in --help, the RunConfig field it is, the
+// values a text setting takes (empty: any text), and its help line (nullptr: no flag of that
+// name: loss_parameters has --loss-parameter, checkpoint_activations a switch, app is the
+// app's own). config.json, --config files, the flags and their --help all come from it.
+using SettingField = std::variant<std::string RunConfig::*, uint64_t RunConfig::*, int64_t RunConfig::*,
+                                  double RunConfig::*, bool RunConfig::*,
+                                  std::map<std::string, std::string> RunConfig::*, nlohmann::json RunConfig::*>;
+
+struct Setting {
+    const char* name;
+    const char* group;
+    SettingField field;
+    std::vector<std::string> choices;
+    const char* help;
+};
+
+const std::vector<Setting>& settings() {
+    static const std::vector<Setting> table = {
+        {"data", "Where", &RunConfig::data, {},
+         "data file or folder (default: the app's generated data)"},
+        {"output", "Where", &RunConfig::output, {},
+         "folder for everything the run writes"},
+        {"seed", "Where", &RunConfig::seed, {},
+         "seed of every random choice (data, split, init, batches, dropout)"},
+        {"validation_fraction", "The split", &RunConfig::validation_fraction, {},
+         "share of queries (by group) in the validation split"},
+        {"test_fraction", "The split", &RunConfig::test_fraction, {},
+         "share of queries (by group) in the test split"},
+        {"vocab_size", "Tokenizer", &RunConfig::vocab_size, {},
+         "tokenizer vocabulary size (-1: sized to the data)"},
+        {"tokenizer_type", "Tokenizer", &RunConfig::tokenizer_type, {"unigram", "bpe"},
+         "tokenizer model: unigram or bpe"},
+        {"character_coverage", "Tokenizer", &RunConfig::character_coverage, {},
+         "share of characters the tokenizer covers"},
+        {"d_model", "Model", &RunConfig::d_model, {},
+         "model width"},
+        {"num_layers", "Model", &RunConfig::num_layers, {},
+         "transformer layers"},
+        {"nhead", "Model", &RunConfig::nhead, {},
+         "attention heads"},
+        {"dim_feedforward", "Model", &RunConfig::dim_feedforward, {},
+         "feed-forward width"},
+        {"dropout", "Model", &RunConfig::dropout, {},
+         "dropout probability while training"},
+        {"lexical_dim", "Model", &RunConfig::lexical_dim, {},
+         "the model's lexical head beside the mean-pooled vector: -2 term weights (one number per "
+         "vocabulary piece, written by the text's own tokens), -1 a max-pooled vector of 6 x d_model, "
+         "-3 both, N > 0 a max-pooled vector of N, 0 none"},
+        {"max_query_length", "Model", &RunConfig::max_query_length, {},
+         "query tokens kept, the query prompt's included (longer queries are truncated and counted; "
+         "-1: sized to the data)"},
+        {"max_passage_length", "Model", &RunConfig::max_passage_length, {},
+         "passage tokens kept, the passage prompt's included (longer passages are truncated and "
+         "counted, or read in windows where the app does; -1: sized to the data)"},
+        {"query_prompt", "Model", &RunConfig::query_prompt, {},
+         "text written before every query the model reads, e.g. \"query: \" (its tokens count "
+         "towards --max-query-length); saved in the model, applied by index and search"},
+        {"passage_prompt", "Model", &RunConfig::passage_prompt, {},
+         "text written before every passage the model reads, e.g. \"passage: \" (its tokens count "
+         "towards --max-passage-length); saved in the model, applied by index"},
+        {"loss", "Training", &RunConfig::loss, {},
+         "training loss: infonce, infonce_symmetric, multi_positive, rank_infonce, hard_negative_infonce, "
+         "triplet, listwise, cosent, contrastive, matryoshka"},
+        {"loss_parameters", "Training", &RunConfig::loss_parameters, {}, nullptr},
+        {"triplet_negatives", "Training", &RunConfig::triplet_negatives, {"hard_negative", "in_batch", "mixed"},
+         "triplet's negatives: hard_negative, in_batch, mixed"},
+        {"batch_size", "Training", &RunConfig::batch_size, {},
+         "rows per training batch"},
+        {"mini_batch_size", "Training", &RunConfig::mini_batch_size, {},
+         "GradCache: rows embedded at a time, the batch's exact gradient in less memory "
+         "(0: the whole batch; infonce, infonce_symmetric, matryoshka)"},
+        {"checkpoint_activations", "Training", &RunConfig::checkpoint_activations, {}, nullptr},
+        {"device", "Training", &RunConfig::device, {"cpu", "cuda"},
+         "compute on cpu or cuda: train, pretrain, eval and index move the model and each batch to the GPU "
+         "and the embeddings back (checked against the CPU on the CUDA backend's host-run build, and once "
+         "on an H200)"},
+        {"gemm_precision", "Training", &RunConfig::gemm_precision, {"float32", "bfloat16"},
+         "float32 or bfloat16: float32 GEMMs round their operands to bfloat16 and accumulate in "
+         "float32 (oneDNN; CPU only); default: NCE_GEMM_PRECISION, else float32"},
+        {"max_steps", "Training", &RunConfig::max_steps, {},
+         "training step budget"},
+        {"epochs", "Training", &RunConfig::epochs, {},
+         "most epochs (max_steps usually ends the run first)"},
+        {"learning_rate", "Training", &RunConfig::learning_rate, {},
+         "AdamW learning rate"},
+        {"weight_decay", "Training", &RunConfig::weight_decay, {},
+         "AdamW weight decay"},
+        {"schedule", "Training", &RunConfig::schedule, {"constant", "linear", "cosine"},
+         "learning-rate schedule: constant, linear, cosine"},
+        {"warmup_steps", "Training", &RunConfig::warmup_steps, {},
+         "steps of linear warmup (when not set: the app's, or a tenth of --max-steps if that is less)"},
+        {"max_grad_norm", "Training", &RunConfig::max_grad_norm, {},
+         "clip the gradient norm to this (0: no clipping)"},
+        {"evaluate_every", "Training", &RunConfig::evaluate_every, {},
+         "steps between validation evaluations (0: none)"},
+        {"patience", "Training", &RunConfig::patience, {},
+         "evaluations without improvement before stopping (0: never)"},
+        {"init", "Where training starts", &RunConfig::init, {},
+         "model to start from: a sentence-transformers or Hugging Face encoder folder (its tokenizer, fine-tuning "
+         "defaults), or an nce checkpoint of the same kind and size; train skips corpus pretraining"},
+        {"pretrain_steps", "Where training starts", &RunConfig::pretrain_steps, {},
+         "corpus pretraining steps before the pairs (-1: sized to the corpus, 0: none)"},
+        {"pretrain_batch_size", "Where training starts", &RunConfig::pretrain_batch_size, {},
+         "pseudo-queries per pretraining step"},
+        {"pretrain_candidates", "Where training starts", &RunConfig::pretrain_candidates, {},
+         "BM25's top-k per pseudo-query, the pretraining teacher's candidates"},
+        {"bm25_k1", "Evaluation", &RunConfig::bm25_k1, {},
+         "BM25 k1"},
+        {"bm25_b", "Evaluation", &RunConfig::bm25_b, {},
+         "BM25 b"},
+        {"candidate_depth", "Evaluation", &RunConfig::candidate_depth, {},
+         "passages each ranking keeps (the hybrid fuses these)"},
+        {"encode_batch_size", "Evaluation", &RunConfig::encode_batch_size, {},
+         "texts per forward pass when encoding"},
+        {"top_k", "Evaluation", &RunConfig::top_k, {},
+         "search: results to print"},
+        {"truncate_dim", "Evaluation", &RunConfig::truncate_dim, {},
+         "index: keep each embedding's first N numbers, re-normalised (a matryoshka model); 0: all"},
+        {"app", "App", &RunConfig::app, {}, nullptr},
     };
-    return help;
+    return table;
+}
+
+// The type --help shows for a setting's value.
+std::string type_name(const Setting& setting) {
+    if (!setting.choices.empty()) {
+        std::string shown;
+        for (const std::string& choice : setting.choices) shown += (shown.empty() ? "{" : ",") + choice;
+        return shown + "}";
+    }
+    if (std::holds_alternative<uint64_t RunConfig::*>(setting.field)) return "UINT";
+    if (std::holds_alternative<int64_t RunConfig::*>(setting.field)) return "INT";
+    if (std::holds_alternative<double RunConfig::*>(setting.field)) return "FLOAT";
+    return "TEXT";
 }
 
 std::string flag_name(const std::string& field) {
@@ -146,54 +222,12 @@ const char* kind_name(const nlohmann::json& expected) {
 }
 
 RunConfig run_config_from_json(const nlohmann::json& json) {
-    RunConfig c;
-    c.data = json.at("data").get<std::string>();
-    c.output = json.at("output").get<std::string>();
-    c.seed = json.at("seed").get<uint64_t>();
-    c.validation_fraction = json.at("validation_fraction").get<double>();
-    c.test_fraction = json.at("test_fraction").get<double>();
-    c.vocab_size = json.at("vocab_size").get<int64_t>();
-    c.tokenizer_type = json.at("tokenizer_type").get<std::string>();
-    c.character_coverage = json.at("character_coverage").get<double>();
-    c.d_model = json.at("d_model").get<int64_t>();
-    c.num_layers = json.at("num_layers").get<int64_t>();
-    c.nhead = json.at("nhead").get<int64_t>();
-    c.dim_feedforward = json.at("dim_feedforward").get<int64_t>();
-    c.dropout = json.at("dropout").get<double>();
-    c.lexical_dim = json.at("lexical_dim").get<int64_t>();
-    c.max_query_length = json.at("max_query_length").get<int64_t>();
-    c.max_passage_length = json.at("max_passage_length").get<int64_t>();
-    c.query_prompt = json.at("query_prompt").get<std::string>();
-    c.passage_prompt = json.at("passage_prompt").get<std::string>();
-    c.loss = json.at("loss").get<std::string>();
-    c.loss_parameters = json.at("loss_parameters").get<std::map<std::string, std::string>>();
-    c.triplet_negatives = json.at("triplet_negatives").get<std::string>();
-    c.batch_size = json.at("batch_size").get<int64_t>();
-    c.mini_batch_size = json.at("mini_batch_size").get<int64_t>();
-    c.checkpoint_activations = json.at("checkpoint_activations").get<bool>();
-    c.device = json.at("device").get<std::string>();
-    c.gemm_precision = json.at("gemm_precision").get<std::string>();
-    c.max_steps = json.at("max_steps").get<int64_t>();
-    c.epochs = json.at("epochs").get<int64_t>();
-    c.learning_rate = json.at("learning_rate").get<double>();
-    c.weight_decay = json.at("weight_decay").get<double>();
-    c.schedule = json.at("schedule").get<std::string>();
-    c.warmup_steps = json.at("warmup_steps").get<int64_t>();
-    c.max_grad_norm = json.at("max_grad_norm").get<double>();
-    c.evaluate_every = json.at("evaluate_every").get<int64_t>();
-    c.patience = json.at("patience").get<int64_t>();
-    c.init = json.at("init").get<std::string>();
-    c.pretrain_steps = json.at("pretrain_steps").get<int64_t>();
-    c.pretrain_batch_size = json.at("pretrain_batch_size").get<int64_t>();
-    c.pretrain_candidates = json.at("pretrain_candidates").get<int64_t>();
-    c.bm25_k1 = json.at("bm25_k1").get<double>();
-    c.bm25_b = json.at("bm25_b").get<double>();
-    c.candidate_depth = json.at("candidate_depth").get<int64_t>();
-    c.encode_batch_size = json.at("encode_batch_size").get<int64_t>();
-    c.truncate_dim = json.at("truncate_dim").get<int64_t>();
-    c.top_k = json.at("top_k").get<int64_t>();
-    c.app = json.at("app");
-    return c;
+    RunConfig config;
+    for (const Setting& setting : settings())
+        std::visit([&](auto field) {
+            config.*field = json.at(setting.name).template get<std::decay_t<decltype(config.*field)>>();
+        }, setting.field);
+    return config;
 }
 
 }  // namespace
@@ -206,55 +240,11 @@ int64_t lexical_width(const RunConfig& config) {
     return std::max<int64_t>(config.lexical_dim, 0);
 }
 
-nlohmann::json run_config_to_json(const RunConfig& c) {
-    return {
-        {"data", c.data},
-        {"output", c.output},
-        {"seed", c.seed},
-        {"validation_fraction", c.validation_fraction},
-        {"test_fraction", c.test_fraction},
-        {"vocab_size", c.vocab_size},
-        {"tokenizer_type", c.tokenizer_type},
-        {"character_coverage", c.character_coverage},
-        {"d_model", c.d_model},
-        {"num_layers", c.num_layers},
-        {"nhead", c.nhead},
-        {"dim_feedforward", c.dim_feedforward},
-        {"dropout", c.dropout},
-        {"lexical_dim", c.lexical_dim},
-        {"max_query_length", c.max_query_length},
-        {"max_passage_length", c.max_passage_length},
-        {"query_prompt", c.query_prompt},
-        {"passage_prompt", c.passage_prompt},
-        {"loss", c.loss},
-        {"loss_parameters", c.loss_parameters},
-        {"triplet_negatives", c.triplet_negatives},
-        {"batch_size", c.batch_size},
-        {"mini_batch_size", c.mini_batch_size},
-        {"checkpoint_activations", c.checkpoint_activations},
-        {"device", c.device},
-        {"gemm_precision", c.gemm_precision},
-        {"max_steps", c.max_steps},
-        {"epochs", c.epochs},
-        {"learning_rate", c.learning_rate},
-        {"weight_decay", c.weight_decay},
-        {"schedule", c.schedule},
-        {"warmup_steps", c.warmup_steps},
-        {"max_grad_norm", c.max_grad_norm},
-        {"evaluate_every", c.evaluate_every},
-        {"patience", c.patience},
-        {"init", c.init},
-        {"pretrain_steps", c.pretrain_steps},
-        {"pretrain_batch_size", c.pretrain_batch_size},
-        {"pretrain_candidates", c.pretrain_candidates},
-        {"bm25_k1", c.bm25_k1},
-        {"bm25_b", c.bm25_b},
-        {"candidate_depth", c.candidate_depth},
-        {"encode_batch_size", c.encode_batch_size},
-        {"truncate_dim", c.truncate_dim},
-        {"top_k", c.top_k},
-        {"app", c.app},
-    };
+nlohmann::json run_config_to_json(const RunConfig& config) {
+    nlohmann::json json = nlohmann::json::object();
+    for (const Setting& setting : settings())
+        std::visit([&](auto field) { json[setting.name] = config.*field; }, setting.field);
+    return json;
 }
 
 void apply_run_config_json(RunConfig& config, const nlohmann::json& json, const std::string& source) {
@@ -372,20 +362,26 @@ void RunConfigOptions::add_to(CLI::App& command, const RunConfig& defaults) {
     nlohmann::json shown = run_config_to_json(defaults);
     command.add_option("--config", config_path_, "JSON file of settings (keys: the flag names with underscores); "
                                                   "flags given override it");
-    for (const auto& [field, help] : field_help()) {
-        const nlohmann::json& value = shown.at(field);
+    for (const Setting& setting : settings()) {
+        if (setting.help == nullptr) continue;
+        const nlohmann::json& value = shown.at(setting.name);
         std::string default_text = value.is_string() ? value.get<std::string>() : value.dump();
-        CLI::Option* option = command.add_option(flag_name(field), values_[field], help);
+        CLI::Option* option = command.add_option(flag_name(setting.name), values_[setting.name], setting.help);
+        option->type_name(type_name(setting))->group(setting.group);
         if (!default_text.empty()) option->default_str(default_text);
-        options_[field] = option;
+        options_[setting.name] = option;
     }
     loss_parameter_option_ = command.add_option("--loss-parameter", loss_parameter_settings_,
-                                                "a loss parameter as key=value (e.g. tau=0.05); repeatable");
-    command.add_flag("--no-pretrain", no_pretrain_, "skip corpus pretraining (same as --pretrain-steps 0)");
+                                                "a loss parameter as key=value (e.g. tau=0.05); repeatable")
+                                 ->group("Training");
+    command.add_flag("--no-pretrain", no_pretrain_, "skip corpus pretraining (same as --pretrain-steps 0)")
+        ->group("Where training starts");
     command.add_flag("--checkpoint-activations", checkpoint_activations_, "recompute each encoder layer in the "
                      "backward instead of keeping its activations: the same gradients bit for bit in less memory, "
-                     "for about a third more compute");
-    command.add_flag("--lenient", lenient_, "count and skip the data's bad records instead of stopping at the first");
+                     "for about a third more compute")
+        ->group("Training");
+    command.add_flag("--lenient", lenient_, "count and skip the data's bad records instead of stopping at the first")
+        ->group("Where");
 }
 
 bool RunConfigOptions::given(const std::string& field) const {
@@ -432,9 +428,10 @@ RunConfig RunConfigOptions::resolve_from(RunConfig config) const {
     if (!config_path_.empty()) apply_run_config_json(config, read_config_file(config_path_, "--config"), config_path_);
     nlohmann::json flags = nlohmann::json::object();
     nlohmann::json current = run_config_to_json(config);
-    for (const auto& [field, help] : field_help()) {
-        if (!given(field)) continue;
-        flags[field] = parse_flag_value(values_.at(field), current.at(field), flag_name(field));
+    for (const Setting& setting : settings()) {
+        if (!given(setting.name)) continue;
+        flags[setting.name] =
+            parse_flag_value(values_.at(setting.name), current.at(setting.name), flag_name(setting.name));
     }
     if (!loss_parameter_settings_.empty()) {
         nlohmann::json parameters = nlohmann::json::object();

@@ -324,7 +324,6 @@ void check_losses_follow(const std::vector<double>& cuda, const std::vector<doub
 
 TEST_CASE("cuda parity: the retrieval apps' training and pretraining loops on CUDA follow the CPU runs") {
     namespace fs = std::filesystem;
-    namespace retrieval = apps::retrieval;
     const fs::path folder = fs::temp_directory_path() / fmt::format("nce_test_cuda_retrieval_{}", getpid());
     fs::remove_all(folder);
     fs::create_directories(folder);

@@ -15,7 +15,6 @@
 
 namespace fs = std::filesystem;
 using namespace nce;
-using namespace nce::apps;
 
 namespace {
 

@@ -31,7 +31,6 @@
 
 namespace fs = std::filesystem;
 using namespace nce;
-using namespace nce::apps;
 using namespace nce::retrieval;
 
 TEST_CASE("lexical tokens: whitespace words without edge punctuation, and bigrams inside words") {
