@@ -23,6 +23,7 @@
 #include "retrieval/code/whole_corpus_split.h"
 #include "apps/commands.h"
 #include "retrieval/gemm_precision_option.h"
+#include "apps/retrieval_subcommands.h"
 #include "retrieval/retrieval_app.h"
 #include "engine/error.h"
 
@@ -166,7 +167,7 @@ void add_make_features_command(CLI::App& code, int& exit_code) {
 }  // namespace
 
 void add_code_command(CLI::App& app, int& exit_code) {
-    CLI::App* code = retrieval::add_retrieval_subcommands(app, code_app(), exit_code);
+    CLI::App* code = add_retrieval_subcommands(app, code_app(), exit_code);
     add_features_command(*code, exit_code);
     add_make_features_command(*code, exit_code);
 }

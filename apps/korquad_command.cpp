@@ -14,6 +14,7 @@
 
 #include "apps/commands.h"
 #include "retrieval/korquad/korquad_generator.h"
+#include "apps/retrieval_subcommands.h"
 #include "retrieval/retrieval_app.h"
 #include "data/korquad_reader.h"
 #include "engine/error.h"
@@ -89,7 +90,7 @@ retrieval::RetrievalApp korquad_app() {
 }  // namespace
 
 void add_korquad_command(CLI::App& app, int& exit_code) {
-    retrieval::add_retrieval_subcommands(app, korquad_app(), exit_code);
+    add_retrieval_subcommands(app, korquad_app(), exit_code);
 }
 
 }  // namespace nce::apps

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "apps/commands.h"
+#include "apps/retrieval_subcommands.h"
 #include "retrieval/retrieval_app.h"
 #include "retrieval/stackexchange/loss_comparison.h"
 #include "retrieval/stackexchange/posts_dataset.h"
@@ -69,7 +70,7 @@ retrieval::RetrievalApp stackexchange_app() {
 
 void add_stackexchange_command(CLI::App& app, int& exit_code) {
     static const retrieval::RetrievalApp stackexchange = stackexchange_app();
-    CLI::App* command = retrieval::add_retrieval_subcommands(app, stackexchange, exit_code);
+    CLI::App* command = add_retrieval_subcommands(app, stackexchange, exit_code);
     const char* app_settings =
         "App settings go under \"app\" in the --config file: questions, max_answers, paraphrase_probability, "
         "accepted_probability (the generated site), lenient (skip bad rows of a real dump), losses, "

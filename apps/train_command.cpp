@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "apps/commands.h"
+#include "apps/retrieval_subcommands.h"
 #include "retrieval/pairs/pairs_app.h"
 #include "data/pairs_reader.h"
 #include "engine/error.h"
@@ -100,7 +101,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
         app.add_own_options = add_pairs_options;
         return app;
     }();
-    retrieval::add_retrieval_subcommands(app, pairs, exit_code);
+    add_retrieval_subcommands(app, pairs, exit_code);
 }
 
 }  // namespace nce::apps
