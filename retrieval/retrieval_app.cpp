@@ -15,6 +15,7 @@
 
 #include "retrieval/device_name.h"
 #include "retrieval/data_sizes.h"
+#include "retrieval/dense_ranker.h"
 #include "retrieval/model_card.h"
 #include "retrieval/passage_index.h"
 #include "retrieval/pretraining.h"
@@ -39,46 +40,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-std::vector<std::string> query_texts_of(const data::RetrievalDataset& dataset) {
-    std::vector<std::string> texts;
-    for (const data::Query& query : dataset.queries) texts.push_back(query.text);
-    return texts;
-}
-
-std::vector<std::string> passage_texts_of(const data::RetrievalDataset& dataset) {
-    std::vector<std::string> texts;
-    for (const data::Passage& passage : dataset.passages) texts.push_back(passage.text);
-    return texts;
-}
-
-// Chunk rankings -> passage rankings: a passage takes the score of its best chunk (its first
-// appearance in the best-first chunk list); at most `depth` passages.
-eval::RankedLists best_chunk_rankings(const eval::RankedLists& by_chunk, const std::vector<PassageChunk>& chunks, int64_t depth) {
-    eval::RankedLists by_passage;
-    by_passage.passages.resize(by_chunk.passages.size());
-    by_passage.scores.resize(by_chunk.passages.size());
-    for (size_t q = 0; q < by_chunk.passages.size(); ++q) {
-        std::set<int64_t> seen;
-        for (size_t r = 0; r < by_chunk.passages[q].size(); ++r) {
-            int64_t passage = chunks[static_cast<size_t>(by_chunk.passages[q][r])].passage;
-            if (!seen.insert(passage).second) continue;
-            by_passage.passages[q].push_back(passage);
-            by_passage.scores[q].push_back(by_chunk.scores[q][r]);
-            if (static_cast<int64_t>(by_passage.passages[q].size()) == depth) break;
-        }
-    }
-    return by_passage;
-}
-
-// A split's window rankings -> passage rankings: the `depth` best passages, each as its best
-// window, from at most 8 x depth windows.
-eval::RankedLists window_rankings(const Tensor& queries, const Tensor& windows, const std::vector<PassageChunk>& chunks,
-                            int64_t depth) {
-    const int64_t all = static_cast<int64_t>(chunks.size());
-    return best_chunk_rankings(eval::dense_rankings(queries, windows, depth >= all / 8 ? all : 8 * depth),
-                               chunks, depth);
-}
 
 std::string bm25_row_name(eval::LexicalTokens tokens) { return fmt::format("BM25 ({})", eval::lexical_tokens_name(tokens)); }
 
@@ -485,57 +446,11 @@ RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, c
     std::vector<std::string> validation_queries = query_texts_of(validation),
                              validation_passages = passage_texts_of(validation);
     eval::Bm25Parameters bm25{config.bm25_k1, config.bm25_b};
-    // One or more encoders' embeddings side by side: each text's vector is the concatenation
-    // of every encoder's unit vector over sqrt(count), a unit vector whose inner products are
-    // the mean of the encoders' (SPAR's lexical model (+) dense model). Each encoder reads the
-    // texts after its own prompt: `prompt` picks the query or the passage one of its config.
-    // BM25 above and below reads the texts bare.
-    using Prompt = std::string nn::ModelConfig::*;
-    auto encode_all = [&](const std::vector<nn::EmbeddingModel*>& encoders, const std::vector<std::string>& texts,
-                          Prompt prompt, int64_t max_length, TruncationCount* count) {
-        std::vector<Tensor> parts;
-        for (size_t e = 0; e < encoders.size(); ++e)
-            parts.push_back(encode_texts(*encoders[e], tokenizer, with_prompt(encoders[e]->config().*prompt, texts),
-                                         max_length, config.encode_batch_size, e == 0 ? count : nullptr));
-        return parts.size() == 1 ? parts[0] : concat(parts, 1) * (1.0 / std::sqrt(static_cast<double>(parts.size())));
-    };
-    // The model's rankings of a split; with app.chunked_passages a passage scores as its best chunk.
-    auto dense_of = [&](const std::vector<nn::EmbeddingModel*>& encoders, const data::RetrievalDataset& split,
-                        TruncationCount* query_count, TruncationCount* passage_count, int64_t* passages_in_chunks) {
-        Tensor q = encode_all(encoders, query_texts_of(split), &nn::ModelConfig::query_prompt, config.max_query_length,
-                              query_count);
-        if (!app.chunked_passages) {
-            Tensor p = encode_all(encoders, passage_texts_of(split), &nn::ModelConfig::passage_prompt,
-                                  config.max_passage_length, passage_count);
-            return eval::dense_rankings(q, p, config.candidate_depth);
-        }
-        // Windows that leave room for the longest of the encoders' passage prompts.
-        int64_t window = config.max_passage_length;
-        for (nn::EmbeddingModel* encoder : encoders)
-            window = std::min(window, passage_window(tokenizer, encoder->config().passage_prompt,
-                                                     config.max_passage_length, app.chunk_overlap));
-        std::vector<PassageChunk> chunks = chunk_passages(split.passages, tokenizer, window, app.chunk_overlap);
-        NCE_CHECK(!chunks.empty(), "evaluation: no passage of the split gives a token");
-        std::vector<std::string> chunk_texts;
-        for (const PassageChunk& chunk : chunks) chunk_texts.push_back(chunk.text);
-        if (passages_in_chunks) {
-            std::map<int64_t, int64_t> chunks_of_passage;
-            for (const PassageChunk& chunk : chunks) ++chunks_of_passage[chunk.passage];
-            for (const auto& [passage, count] : chunks_of_passage) *passages_in_chunks += count > 1 ? 1 : 0;
-        }
-        Tensor p = encode_all(encoders, chunk_texts, &nn::ModelConfig::passage_prompt, config.max_passage_length,
-                              passage_count);
-        return window_rankings(q, p, chunks, config.candidate_depth);
-    };
-    auto dense = [&](nn::EmbeddingModel& encoder, const data::RetrievalDataset& split, TruncationCount* query_count,
-                     TruncationCount* passage_count, int64_t* passages_in_chunks) {
-        return dense_of({&encoder}, split, query_count, passage_count, passages_in_chunks);
-    };
+    const DenseRanker ranker(config, tokenizer, app.chunked_passages, app.chunk_overlap);
 
     if (untrained)
         outcome.table.rows.push_back(
-            score_rankings(untrained_row, dense(*untrained, test, nullptr, nullptr, nullptr),
-                           test_relevant, columns, bootstrap));
+            score_rankings(untrained_row, ranker.rank(*untrained, test), test_relevant, columns, bootstrap));
     // Every BM25 variant on test; the one best on validation is the hybrid's lexical side.
     eval::LexicalTokens best_tokens = app.bm25_variants.front();
     double best_validation = -1;
@@ -555,17 +470,19 @@ RunOutcome evaluate_on_split(const RetrievalApp& app, const RunConfig& config, c
         }
     }
     if (pretrained)
-        outcome.table.rows.push_back(score_rankings("pretrained model (imitates BM25)",
-                                                    dense(*pretrained, test, nullptr, nullptr, nullptr), test_relevant,
-                                                    columns, bootstrap));
-    eval::RankedLists model_test =
-        dense(model, test, &outcome.test_queries, &outcome.test_passages, &outcome.test_passages_in_chunks);
+        outcome.table.rows.push_back(score_rankings("pretrained model (imitates BM25)", ranker.rank(*pretrained, test),
+                                                    test_relevant, columns, bootstrap));
+    DenseRanker::Counts test_counts;
+    eval::RankedLists model_test = ranker.rank(model, test, &test_counts);
+    outcome.test_queries = test_counts.queries;
+    outcome.test_passages = test_counts.passages;
+    outcome.test_passages_in_chunks = test_counts.passages_in_windows;
     outcome.table.rows.push_back(score_rankings(model_row, model_test, test_relevant, columns, bootstrap));
     if (pretrained)
         outcome.table.rows.push_back(score_rankings(fmt::format("pretrained (+) {} (one vector)", model_row),
-                                                    dense_of({pretrained, &model}, test, nullptr, nullptr, nullptr),
+                                                    ranker.rank({pretrained, &model}, test),
                                                     test_relevant, columns, bootstrap));
-    eval::RankedLists model_validation = dense(model, validation, nullptr, nullptr, nullptr);
+    eval::RankedLists model_validation = ranker.rank(model, validation);
     outcome.fusion = eval::choose_fusion_weight(best_validation_lexical, model_validation, validation_relevant);
     outcome.table.rows.push_back(
         score_rankings(fmt::format("hybrid (BM25 {} + {})", eval::lexical_tokens_name(best_tokens), model_row),
