@@ -97,6 +97,9 @@ const LossDefinition& find_loss(const std::string& name);
 // input's presence; throws one line naming the parameter or input and what is expected.
 LossArguments make_arguments(const LossDefinition& loss, const std::map<std::string, Tensor>& inputs,
                              const std::map<std::string, std::string>& overrides);
+// The parameters alone, as make_arguments fills and checks them (a model's training reads
+// them before it has any input): arguments.inputs is empty.
+LossArguments make_parameters(const LossDefinition& loss, const std::map<std::string, std::string>& overrides);
 
 // Gradient checks for every loss (two shapes each), for `nce gradcheck`.
 void register_loss_checks(CheckRegistry& registry);

@@ -116,8 +116,7 @@ const LossDefinition& find_loss(const std::string& name) {
     fail("unknown loss '{}'; known losses: {}", name, fmt::join(names, ", "));
 }
 
-LossArguments make_arguments(const LossDefinition& loss, const std::map<std::string, Tensor>& inputs,
-                             const std::map<std::string, std::string>& overrides) {
+LossArguments make_parameters(const LossDefinition& loss, const std::map<std::string, std::string>& overrides) {
     LossArguments arguments;
     for (const ParamSpec& param : loss.params) arguments.params[param.name] = param.default_value;
     for (const auto& [name, value] : overrides) {
@@ -127,6 +126,12 @@ LossArguments make_arguments(const LossDefinition& loss, const std::map<std::str
         arguments.params[name] = value;
     }
     for (const ParamSpec& param : loss.params) validate_parameter(loss, param, arguments.params[param.name]);
+    return arguments;
+}
+
+LossArguments make_arguments(const LossDefinition& loss, const std::map<std::string, Tensor>& inputs,
+                             const std::map<std::string, std::string>& overrides) {
+    LossArguments arguments = make_parameters(loss, overrides);
 
     // Inputs the loss does not take are ignored.
     for (const InputSpec& spec : loss.inputs) {

@@ -26,6 +26,7 @@
 #include "losses/loss.h"
 #include "nn/model.h"
 #include "nn/schedule.h"
+#include "retrieval/training.h"
 
 namespace nce::retrieval {
 namespace {
@@ -316,12 +317,13 @@ void validate_run_config(const RunConfig& c) {
         NCE_CHECK(known, "config: loss {} has no parameter '{}' (nce loss --list shows its parameters)", c.loss, name);
         (void)value;
     }
+    losses::make_parameters(loss, c.loss_parameters);  // each value against its rule (tau > 0, ...)
     data::parse_triplet_negatives(c.triplet_negatives);
     positive(c.batch_size, "batch_size");
     NCE_CHECK(c.batch_size >= 2, "config: batch_size must be at least 2 (in-batch negatives), got {}", c.batch_size);
     NCE_CHECK(c.mini_batch_size >= 0, "config: mini_batch_size must be 0 (off) or positive, got {} (flag "
               "--mini-batch-size)", c.mini_batch_size);
-    NCE_CHECK(c.mini_batch_size == 0 || c.loss == "infonce" || c.loss == "infonce_symmetric" || c.loss == "matryoshka",
+    NCE_CHECK(c.mini_batch_size == 0 || training_loss(c.loss).grad_cache,
               "config: mini_batch_size (GradCache) works with infonce, infonce_symmetric and matryoshka, not {}; set it "
               "to 0 or change --loss", c.loss);
     NCE_CHECK(c.device == "cpu" || c.device == "cuda", "config: device must be cpu or cuda, got '{}' (flag --device)",

@@ -25,56 +25,24 @@
 namespace nce::retrieval {
 namespace {
 
-// The loss's parameters: the catalogue's defaults, overridden by config.loss_parameters.
-std::map<std::string, std::string> loss_parameters(const RunConfig& config) {
-    std::map<std::string, std::string> parameters;
-    for (const losses::ParamSpec& spec : losses::find_loss(config.loss).params) parameters[spec.name] = spec.default_value;
-    for (const auto& [name, value] : config.loss_parameters) {
-        NCE_CHECK(parameters.count(name), "loss {}: unknown parameter '{}' (nce loss --list shows its parameters)",
-                  config.loss, name);
-        parameters[name] = value;
-    }
-    return parameters;
-}
-
-double number(const std::map<std::string, std::string>& parameters, const std::string& name, const std::string& loss) {
-    const std::string& text = parameters.at(name);
-    try {
-        size_t used = 0;
-        double value = std::stod(text, &used);
-        if (used == text.size() && std::isfinite(value)) return value;
-    } catch (const std::logic_error&) {
-    }
-    fail("loss {}: parameter {} must be a number, got '{}' (flag --loss-parameter {}=VALUE)", loss, name, text, name);
-}
-
-data::BatchStrategy strategy_for(const std::string& loss) {
-    if (loss == "infonce" || loss == "infonce_symmetric" || loss == "matryoshka") return data::BatchStrategy::InfoNce;
-    if (loss == "multi_positive" || loss == "rank_infonce") return data::BatchStrategy::MultiplePositives;
-    if (loss == "hard_negative_infonce" || loss == "cosent" || loss == "contrastive") return data::BatchStrategy::HardNegative;
-    if (loss == "triplet") return data::BatchStrategy::Triplet;
-    if (loss == "listwise") return data::BatchStrategy::Listwise;
-    fail("training: loss '{}' cannot train a model here; use one of: {}", loss, fmt::join(training_loss_names(), ", "));
-}
-
-// The fewest rows a batch needs for the loss: in-batch losses need two.
-// Under mpirun every process embeds at least one row of each batch.
-size_t minimum_rows(const std::string& loss) {
-    size_t rows = loss == "triplet" || loss == "listwise" ? 1 : 2;
-    return std::max(rows, static_cast<size_t>(distributed::world().size()));
+// The fewest rows a batch needs for the loss (in-batch losses need two); under mpirun every
+// process embeds at least one row of each batch.
+size_t minimum_rows(const TrainingLoss& loss) {
+    return std::max(loss.minimum_rows, static_cast<size_t>(distributed::world().size()));
 }
 
 // One epoch's usable batches (seeded by the epoch, so a step's batch depends on its position only).
 std::vector<data::Batch> usable_batches(const data::RetrievalDataset& train, const RunConfig& config, int64_t epoch) {
     data::BatchOptions options;
-    options.strategy = strategy_for(config.loss);
+    const TrainingLoss& loss = training_loss(config.loss);
+    options.strategy = loss.strategy;
     options.batch_size = config.batch_size;
     options.seed = config.seed * 1000003 + static_cast<uint64_t>(epoch);
     options.triplet_negatives = data::parse_triplet_negatives(config.triplet_negatives);
     options.drop_last = false;
     std::vector<data::Batch> batches;
     for (data::Batch& batch : data::make_batches(train, options).batches)
-        if (batch.rows.size() >= minimum_rows(config.loss)) batches.push_back(std::move(batch));
+        if (batch.rows.size() >= minimum_rows(loss)) batches.push_back(std::move(batch));
     return batches;
 }
 
@@ -103,13 +71,6 @@ std::vector<std::string> batch_hard_negative_texts(const data::Batch& batch, con
     return texts;
 }
 
-// The model's embeddings of `texts` with dropout from `generator`: a graph for the loss, on
-// the model's device.
-Var embed(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, const std::vector<std::string>& texts,
-          int64_t max_length, Generator& generator) {
-    return encode_on_model_device(model, tokenizer.encode(texts, max_length), &generator);
-}
-
 // The texts as the model reads them: its query prompt, or its passage prompt, in front.
 std::vector<std::string> as_queries(const nn::EmbeddingModel& model, std::vector<std::string> texts) {
     return with_prompt(model.config().query_prompt, std::move(texts));
@@ -124,134 +85,125 @@ std::vector<std::string> as_passages(const nn::EmbeddingModel& model, std::vecto
 // The in-batch losses infonce and infonce_symmetric run this way. The data's hard negatives
 // of the whole batch are one list on every process; each embeds its slice of it, and the
 // loss gathers them after every process's positives, as one process stacks [P; negatives].
-Var distributed_batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, const data::Batch& batch,
-                           const data::RetrievalDataset& train, const std::vector<std::vector<int64_t>>& hard_negatives,
-                           const RunConfig& config, const std::map<std::string, std::string>& parameters,
-                           Generator& generator) {
-    const std::string& loss = config.loss;
-    NCE_CHECK(loss == "infonce" || loss == "infonce_symmetric",
-              "training: loss {} does not run on several processes; use infonce or infonce_symmetric, or run one "
-              "process", loss);
-    data::Batch local = batch;
-    local.rows = distributed::local_slice(batch.rows);
-    Var q = embed(model, tokenizer, as_queries(model, data::query_texts(local, train)), config.max_query_length,
-                  generator);
-    Var p = embed(model, tokenizer, as_passages(model, data::passage_texts(local, train)), config.max_passage_length,
-                  generator);
+Var distributed_batch_loss(const BatchContext& context) {
+    const std::string& loss = context.config.loss;
+    nn::EmbeddingModel& model = context.model;
+    data::Batch local = context.batch;
+    local.rows = distributed::local_slice(context.batch.rows);
+    Var q = context.embed(as_queries(model, data::query_texts(local, context.train)), context.config.max_query_length);
+    Var p = context.embed(as_passages(model, data::passage_texts(local, context.train)),
+                          context.config.max_passage_length);
     Var negatives;  // undefined on every process when the batch has none
-    std::vector<std::string> negative_texts = batch_hard_negative_texts(batch, train, hard_negatives);
+    std::vector<std::string> negative_texts =
+        batch_hard_negative_texts(context.batch, context.train, context.hard_negatives);
     if (!negative_texts.empty()) {
         std::vector<std::string> local_negatives = distributed::local_slice(negative_texts);
         negatives = local_negatives.empty()
                         ? Var(Tensor::zeros({0, p.value().size(1)}, p.value().dtype()))  // [0, d]: fewer than processes
-                        : embed(model, tokenizer, as_passages(model, std::move(local_negatives)),
-                                config.max_passage_length, generator);
+                        : context.embed(as_passages(model, std::move(local_negatives)),
+                                        context.config.max_passage_length);
     }
-    double tau = number(parameters, "tau", loss);
+    double tau = context.parameters.number("tau");
     return loss == "infonce" ? distributed::infonce(q, p, negatives, Var(), tau)
                              : distributed::infonce_symmetric(q, p, negatives, Var(), tau);
 }
 
-// The losses over (q, p) with in-batch negatives and optional extra negatives: infonce,
-// infonce_symmetric (negatives in the q -> p direction), matryoshka (no negatives).
-Var pair_loss(const Var& q, const Var& p, const Var& negatives, const std::string& loss,
-              const std::map<std::string, std::string>& parameters) {
-    double tau = number(parameters, "tau", loss);
+// The losses over (q, p) with in-batch negatives and optional extra negatives [M, d]: infonce,
+// infonce_symmetric (negatives in the q -> p direction), matryoshka (none).
+Var pair_loss(const std::string& loss, const Var& q, const Var& p, const Var& negatives,
+              const losses::LossArguments& parameters) {
+    double tau = parameters.number("tau");
     if (loss == "infonce") return losses::infonce(q, p, negatives, Var(), tau);
     if (loss == "infonce_symmetric") return losses::infonce_symmetric(q, p, negatives, Var(), tau);
-    NCE_CHECK(loss == "matryoshka", "training: {} is not a pair loss", loss);
-    return losses::matryoshka(q, p, Var(), tau, losses::parse_matryoshka_dims(parameters.at("dims")),
-                              losses::parse_matryoshka_weights(parameters.at("weights")));
+    return losses::matryoshka(q, p, Var(), tau, losses::parse_matryoshka_dims(parameters.text("dims")),
+                              losses::parse_matryoshka_weights(parameters.text("weights")));
 }
 
-// GradCache (nn/grad_cache.h): the batch's infonce, infonce_symmetric or matryoshka, its exact gradient
-// accumulated into the parameters config.mini_batch_size rows at a time; returns the loss.
-double grad_cache_batch(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, const data::Batch& batch,
-                        const data::RetrievalDataset& train, const RunConfig& config,
-                        const std::map<std::string, std::string>& parameters, Generator& generator) {
-    data::EncodedBatch queries =
-        tokenizer.encode(as_queries(model, data::query_texts(batch, train)), config.max_query_length);
-    data::EncodedBatch passages =
-        tokenizer.encode(as_passages(model, data::passage_texts(batch, train)), config.max_passage_length);
+// GradCache (nn/grad_cache.h): the batch's pair loss, its exact gradient accumulated into the
+// parameters config.mini_batch_size rows at a time; returns the loss.
+double grad_cache_batch(const BatchContext& context) {
+    nn::EmbeddingModel& model = context.model;
+    const RunConfig& config = context.config;
+    data::EncodedBatch queries = context.tokenizer.encode(
+        as_queries(model, data::query_texts(context.batch, context.train)), config.max_query_length);
+    data::EncodedBatch passages = context.tokenizer.encode(
+        as_passages(model, data::passage_texts(context.batch, context.train)), config.max_passage_length);
     const Device device = model_device(model);
     nn::PairBatch pairs{queries.ids.to(device), queries.mask.to(device), passages.ids.to(device),
                         passages.mask.to(device)};
     nn::EmbeddingLoss loss = [&](const Var& q, const Var& p, const Var&) {
-        return pair_loss(q, p, Var(), config.loss, parameters);
+        return pair_loss(config.loss, q, p, Var(), context.parameters);
     };
-    return nn::grad_cache_step(model, model, pairs, loss, config.mini_batch_size, generator);
+    return nn::grad_cache_step(model, model, pairs, loss, config.mini_batch_size, context.generator);
 }
 
-// The batch's loss, by the table in training.h.
-Var batch_loss(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, const data::Batch& batch,
-               const data::RetrievalDataset& train, const std::vector<std::vector<int64_t>>& hard_negatives,
-               const RunConfig& config, const std::map<std::string, std::string>& parameters, Generator& generator) {
-    const std::string& loss = config.loss;
-    if (distributed::world().size() > 1)
-        return distributed_batch_loss(model, tokenizer, batch, train, hard_negatives, config, parameters, generator);
-    auto p_of = [&] {
-        return embed(model, tokenizer, as_passages(model, data::passage_texts(batch, train)), config.max_passage_length,
-                     generator);
-    };
-    if (loss == "listwise") {
-        // Rows come in groups of K with one query: q [Q, d] from each group's first row,
-        // a [Q, K, d], score [Q, K].
-        int64_t answers = batch.answers_per_query;
-        int64_t queries = static_cast<int64_t>(batch.rows.size()) / answers;
-        std::vector<std::string> all_queries = data::query_texts(batch, train), group_queries;
-        for (int64_t g = 0; g < queries; ++g) group_queries.push_back(all_queries[static_cast<size_t>(g * answers)]);
-        Var q = embed(model, tokenizer, as_queries(model, group_queries), config.max_query_length, generator);
-        Var p = p_of();
-        Var a = reshape(p, {queries, answers, p.value().size(1)});
-        Tensor score = beside(q, data::score_tensor(batch, Dtype::Float32).reshape({queries, answers}));
-        return losses::listwise(q, a, score, number(parameters, "tau", loss));
-    }
-    Var q = embed(model, tokenizer, as_queries(model, data::query_texts(batch, train)), config.max_query_length, generator);
-    Var p = p_of();
-    if (loss == "infonce" || loss == "infonce_symmetric" || loss == "matryoshka") {
-        // The data's hard negatives join the candidates of the query -> passage direction.
-        std::vector<std::string> negative_texts =
-            loss == "matryoshka" ? std::vector<std::string>{} : batch_hard_negative_texts(batch, train, hard_negatives);
-        Var negatives = negative_texts.empty() ? Var()
-                                               : embed(model, tokenizer, as_passages(model, std::move(negative_texts)),
-                                                       config.max_passage_length, generator);
-        return pair_loss(q, p, negatives, loss, parameters);
-    }
-    Tensor qid = beside(q, data::qid_tensor(batch));
-    if (loss == "multi_positive") return losses::multi_positive(q, p, qid, Var(), number(parameters, "tau", loss));
-    if (loss == "rank_infonce") {
-        losses::RankInfonceOptions options;
-        options.tau = number(parameters, "tau", loss);
-        options.rank_weight = number(parameters, "rank_weight", loss);
-        options.score_weight = number(parameters, "score_weight", loss);
-        options.use_ranks = number(parameters, "use_ranks", loss) != 0;
-        options.use_scores = number(parameters, "use_scores", loss) != 0;
-        return losses::rank_infonce(q, p, qid, beside(q, data::rank_tensor(batch)),
-                                    beside(q, data::score_tensor(batch, Dtype::Float32)), Var(), options);
-    }
-    if (loss == "hard_negative_infonce")
-        return losses::hard_negative_infonce(q, p, qid, Var(), number(parameters, "tau", loss),
-                                             number(parameters, "weight", loss));
-    if (loss == "cosent" || loss == "contrastive") {
-        // One pair per row: the query and one of its passages, labelled by the row's score
-        // (a pairs file's score column; its negatives score 0).
-        Tensor label = beside(q, data::score_tensor(batch, Dtype::Float32));
-        if (loss == "cosent") return losses::cosent(q, p, label, number(parameters, "scale", loss));
-        for (const data::BatchRow& row : batch.rows)
-            NCE_CHECK(row.score >= 0 && row.score <= 1, "training: loss contrastive needs labels in [0, 1] (1 = similar), "
-                      "got score {} for query '{}'; rescale the score column or use cosent", row.score,
-                      train.queries[static_cast<size_t>(row.query)].id);
-        return losses::contrastive(q, p, label, number(parameters, "margin", loss),
-                                   losses::parse_contrastive_metric(parameters.at("metric")));
-    }
-    if (loss == "triplet") {
-        Var n = embed(model, tokenizer, as_passages(model, data::negative_texts(batch, train)), config.max_passage_length,
-                      generator);
-        return losses::triplet(q, p, n, number(parameters, "margin", loss),
-                               losses::parse_triplet_metric(parameters.at("metric")));
-    }
-    strategy_for(loss);  // throws naming the losses that can train
-    return Var();
+// ---- each loss's batch: what it embeds and which labels it reads ----
+
+// q [B, d], p [B, d] and the data's hard negatives [M, d] (none for matryoshka).
+Var in_batch_loss(const BatchContext& context) {
+    std::vector<std::string> negative_texts =
+        context.config.loss == "matryoshka"
+            ? std::vector<std::string>{}
+            : batch_hard_negative_texts(context.batch, context.train, context.hard_negatives);
+    Var negatives = negative_texts.empty() ? Var()
+                                           : context.embed(as_passages(context.model, std::move(negative_texts)),
+                                                           context.config.max_passage_length);
+    return pair_loss(context.config.loss, context.queries(), context.passages(), negatives, context.parameters);
+}
+
+// q [B, d], p [B, d], qid [B]: rows of one query are each other's positives.
+Var grouped_loss(const BatchContext& context) {
+    Var q = context.queries(), p = context.passages();
+    Tensor qid = beside(q, data::qid_tensor(context.batch));
+    const losses::LossArguments& parameters = context.parameters;
+    if (context.config.loss == "multi_positive")
+        return losses::multi_positive(q, p, qid, Var(), parameters.number("tau"));
+    if (context.config.loss == "hard_negative_infonce")
+        return losses::hard_negative_infonce(q, p, qid, Var(), parameters.number("tau"), parameters.number("weight"));
+    losses::RankInfonceOptions options;
+    options.tau = parameters.number("tau");
+    options.rank_weight = parameters.number("rank_weight");
+    options.score_weight = parameters.number("score_weight");
+    options.use_ranks = parameters.number("use_ranks") != 0;
+    options.use_scores = parameters.number("use_scores") != 0;
+    return losses::rank_infonce(q, p, qid, beside(q, data::rank_tensor(context.batch)),
+                                beside(q, data::score_tensor(context.batch, Dtype::Float32)), Var(), options);
+}
+
+// One pair per row: the query and one of its passages, labelled by the row's score (a pairs
+// file's score column; its negatives score 0).
+Var labelled_pair_loss(const BatchContext& context) {
+    Var q = context.queries(), p = context.passages();
+    Tensor label = beside(q, data::score_tensor(context.batch, Dtype::Float32));
+    if (context.config.loss == "cosent") return losses::cosent(q, p, label, context.parameters.number("scale"));
+    for (const data::BatchRow& row : context.batch.rows)
+        NCE_CHECK(row.score >= 0 && row.score <= 1, "training: loss contrastive needs labels in [0, 1] (1 = similar), "
+                  "got score {} for query '{}'; rescale the score column or use cosent", row.score,
+                  context.train.queries[static_cast<size_t>(row.query)].id);
+    return losses::contrastive(q, p, label, context.parameters.number("margin"),
+                               losses::parse_contrastive_metric(context.parameters.text("metric")));
+}
+
+// q [B, d], p [B, d], n [B, d]: each row's own negative.
+Var triplet_loss(const BatchContext& context) {
+    Var n = context.embed(as_passages(context.model, data::negative_texts(context.batch, context.train)),
+                          context.config.max_passage_length);
+    return losses::triplet(context.queries(), context.passages(), n, context.parameters.number("margin"),
+                           losses::parse_triplet_metric(context.parameters.text("metric")));
+}
+
+// Rows come in groups of K with one query: q [Q, d] from each group's first row, a [Q, K, d],
+// score [Q, K].
+Var listwise_loss(const BatchContext& context) {
+    int64_t answers = context.batch.answers_per_query;
+    int64_t queries = static_cast<int64_t>(context.batch.rows.size()) / answers;
+    std::vector<std::string> all_queries = data::query_texts(context.batch, context.train), group_queries;
+    for (int64_t g = 0; g < queries; ++g) group_queries.push_back(all_queries[static_cast<size_t>(g * answers)]);
+    Var q = context.embed(as_queries(context.model, group_queries), context.config.max_query_length);
+    Var p = context.passages();
+    Var a = reshape(p, {queries, answers, p.value().size(1)});
+    Tensor score = beside(q, data::score_tensor(context.batch, Dtype::Float32).reshape({queries, answers}));
+    return losses::listwise(q, a, score, context.parameters.number("tau"));
 }
 
 std::vector<std::string> texts_of_queries(const data::RetrievalDataset& dataset) {
@@ -268,25 +220,64 @@ std::vector<std::string> texts_of_passages(const data::RetrievalDataset& dataset
 
 }  // namespace
 
+const std::vector<TrainingLoss>& training_losses() {
+    using Strategy = data::BatchStrategy;
+    static const std::vector<TrainingLoss> table = {
+        // name                    batches                       rows  GradCache  mpirun  the batch's loss
+        {"infonce",               Strategy::InfoNce,             2,    true,      true,   in_batch_loss},
+        {"infonce_symmetric",     Strategy::InfoNce,             2,    true,      true,   in_batch_loss},
+        {"multi_positive",        Strategy::MultiplePositives,   2,    false,     false,  grouped_loss},
+        {"rank_infonce",          Strategy::MultiplePositives,   2,    false,     false,  grouped_loss},
+        {"hard_negative_infonce", Strategy::HardNegative,        2,    false,     false,  grouped_loss},
+        {"triplet",               Strategy::Triplet,             1,    false,     false,  triplet_loss},
+        {"listwise",              Strategy::Listwise,            1,    false,     false,  listwise_loss},
+        {"cosent",                Strategy::HardNegative,        2,    false,     false,  labelled_pair_loss},
+        {"contrastive",           Strategy::HardNegative,        2,    false,     false,  labelled_pair_loss},
+        {"matryoshka",            Strategy::InfoNce,             2,    true,      false,  in_batch_loss},
+    };
+    return table;
+}
+
+const TrainingLoss& training_loss(const std::string& name) {
+    for (const TrainingLoss& loss : training_losses())
+        if (name == loss.name) return loss;
+    fail("training: loss '{}' cannot train a model here; use one of: {}", name, fmt::join(training_loss_names(), ", "));
+}
+
 const std::vector<std::string>& training_loss_names() {
-    static const std::vector<std::string> names = {"infonce", "infonce_symmetric", "multi_positive", "rank_infonce",
-                                                   "hard_negative_infonce", "triplet", "listwise", "cosent",
-                                                   "contrastive", "matryoshka"};
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> all;
+        for (const TrainingLoss& loss : training_losses()) all.push_back(loss.name);
+        return all;
+    }();
     return names;
+}
+
+Var BatchContext::embed(const std::vector<std::string>& texts, int64_t max_length) const {
+    return encode_on_model_device(model, tokenizer.encode(texts, max_length), &generator);
+}
+Var BatchContext::queries() const {
+    return embed(as_queries(model, data::query_texts(batch, train)), config.max_query_length);
+}
+Var BatchContext::passages() const {
+    return embed(as_passages(model, data::passage_texts(batch, train)), config.max_passage_length);
 }
 
 TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer,
                                   const data::RetrievalDataset& train, const data::RetrievalDataset& validation,
                                   const RunConfig& config, const RunFiles& files, bool start_is_a_candidate,
                                   const ValidationScore& score) {
-    strategy_for(config.loss);
+    const TrainingLoss& loss = training_loss(config.loss);
     nn::set_checkpoint_activations(model, config.checkpoint_activations);
-    const std::map<std::string, std::string> parameters = loss_parameters(config);
+    const losses::LossArguments parameters = losses::make_parameters(losses::find_loss(config.loss),
+                                                                     config.loss_parameters);
     const std::vector<std::vector<int64_t>> hard_negatives = hard_negatives_by_query(train);
     // What runs on one process only, checked once before the first step.
     const bool marks_hard_negatives =
         std::any_of(hard_negatives.begin(), hard_negatives.end(), [](const auto& list) { return !list.empty(); });
     const bool several_processes = distributed::world().size() > 1;
+    NCE_CHECK(!several_processes || loss.distributed, "training: loss {} does not run on several processes; use "
+              "infonce or infonce_symmetric, or run one process", config.loss);
     NCE_CHECK(!several_processes || config.mini_batch_size == 0, "training: --mini-batch-size (GradCache) runs on one "
               "process; under mpirun each process already embeds only its slice of the batch: drop it");
     NCE_CHECK(config.mini_batch_size == 0 || !marks_hard_negatives, "training: --mini-batch-size (GradCache) caches "
@@ -312,7 +303,7 @@ TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokeniz
     int64_t planned_epoch = 1;
     std::vector<data::Batch> batches = usable_batches(train, config, planned_epoch);
     NCE_CHECK(!batches.empty(), "training: the training split ({} queries) gives no batch of at least {} rows for loss "
-              "{}; use more data or another loss", train.queries.size(), minimum_rows(config.loss), config.loss);
+              "{}; use more data or another loss", train.queries.size(), minimum_rows(loss), config.loss);
     report.batches_per_epoch = static_cast<int64_t>(batches.size());
 
     nn::AdamWOptions adam;
@@ -349,12 +340,11 @@ TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokeniz
             NCE_CHECK(!batches.empty(), "training: epoch {} has no usable batch", planned_epoch);
         }
         const data::Batch& batch = batches[static_cast<size_t>(position.batch_index) % batches.size()];
-        if (config.mini_batch_size > 0)
-            return nn::BatchLoss::gradients_ready(
-                grad_cache_batch(model, tokenizer, batch, train, config, parameters, generator),
-                static_cast<int64_t>(batch.rows.size()));
-        Var loss = batch_loss(model, tokenizer, batch, train, hard_negatives, config, parameters, generator);
-        return nn::BatchLoss::with_graph(loss, static_cast<int64_t>(batch.rows.size()));
+        const BatchContext context{model, tokenizer, batch, train, hard_negatives, config, parameters, generator};
+        const int64_t rows = static_cast<int64_t>(batch.rows.size());
+        if (config.mini_batch_size > 0) return nn::BatchLoss::gradients_ready(grad_cache_batch(context), rows);
+        Var value = distributed::world().size() > 1 ? distributed_batch_loss(context) : loss.batch_loss(context);
+        return nn::BatchLoss::with_graph(value, rows);
     };
     eval::RelevantSets validation_relevant;
     std::vector<std::string> validation_queries, validation_passages;

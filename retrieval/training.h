@@ -35,14 +35,47 @@
 
 #include "retrieval/run_config.h"
 #include "retrieval/text_model.h"
+#include "data/batching.h"
 #include "data/dataset.h"
 #include "data/tokenizer.h"
+#include "losses/loss.h"
 #include "nn/model.h"
 #include "nn/trainer.h"
 
 namespace nce::retrieval {
 
-// The losses training can use, in the order above.
+// What a batch's loss is computed from.
+struct BatchContext {
+    nn::EmbeddingModel& model;
+    const data::Tokenizer& tokenizer;
+    const data::Batch& batch;
+    const data::RetrievalDataset& train;
+    const std::vector<std::vector<int64_t>>& hard_negatives;  // [q]: the passages the data marks as not query q's
+    const RunConfig& config;
+    const losses::LossArguments& parameters;  // the loss's, defaults filled in and checked by the registry
+    Generator& generator;                     // dropout
+
+    Var embed(const std::vector<std::string>& texts, int64_t max_length) const;  // [n, d], on the model's device
+    Var queries() const;   // [B, d]: each row's query, after the model's query prompt
+    Var passages() const;  // [B, d]: each row's passage, after the model's passage prompt
+};
+
+// One row per loss that can train a model: how its batches are drawn (data/batching.h), the
+// fewest rows a batch needs, whether it runs through GradCache (--mini-batch-size) and under
+// mpirun, and its batch's loss. Parameters come from the loss registry (losses/loss.h).
+struct TrainingLoss {
+    const char* name;
+    data::BatchStrategy strategy;
+    size_t minimum_rows;
+    bool grad_cache;
+    bool distributed;
+    Var (*batch_loss)(const BatchContext& context);
+};
+
+const std::vector<TrainingLoss>& training_losses();
+// Throws naming the losses that can train.
+const TrainingLoss& training_loss(const std::string& name);
+// Their names, in the table's order.
 const std::vector<std::string>& training_loss_names();
 
 struct TrainingReport {
