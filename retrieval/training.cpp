@@ -220,6 +220,35 @@ std::vector<std::string> texts_of_passages(const data::RetrievalDataset& dataset
 
 }  // namespace
 
+nn::AdamWOptions adam_options(const RunConfig& config) {
+    nn::AdamWOptions adam;
+    adam.learning_rate = config.learning_rate;
+    adam.weight_decay = config.weight_decay;
+    return adam;
+}
+
+nn::TrainerOptions trainer_options(const RunConfig& config, const RunFiles& files, int64_t steps_per_epoch,
+                                   bool validates) {
+    nn::TrainerOptions options;
+    options.epochs = config.epochs;
+    options.steps_per_epoch = steps_per_epoch;
+    options.max_steps = config.max_steps;
+    options.seed = config.seed;
+    nn::LearningRateSchedule schedule;
+    schedule.kind = nn::schedule_kind_from_name(config.schedule);
+    schedule.base_learning_rate = config.learning_rate;
+    schedule.warmup_steps = config.warmup_steps;
+    schedule.total_steps = config.max_steps;
+    options.schedule = schedule;
+    options.max_grad_norm = config.max_grad_norm;
+    options.evaluate_every = validates ? config.evaluate_every : 0;
+    options.patience = config.patience;
+    options.best_checkpoint_path = options.evaluate_every > 0 ? files.best_checkpoint : "";
+    options.last_checkpoint_path = files.last_checkpoint;
+    options.metrics_log_path = files.log;
+    return options;
+}
+
 const std::vector<TrainingLoss>& training_losses() {
     using Strategy = data::BatchStrategy;
     static const std::vector<TrainingLoss> table = {
@@ -306,30 +335,12 @@ TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokeniz
               "{}; use more data or another loss", train.queries.size(), minimum_rows(loss), config.loss);
     report.batches_per_epoch = static_cast<int64_t>(batches.size());
 
-    nn::AdamWOptions adam;
-    adam.learning_rate = config.learning_rate;
-    adam.weight_decay = config.weight_decay;
-    nn::AdamW optimizer(model.parameters(), adam);
+    nn::AdamW optimizer(model.parameters(), adam_options(config));
     if (distributed::world().size() > 1) distributed::broadcast_parameters(model);  // rank 0's weights everywhere
 
-    nn::TrainerOptions options;
-    options.epochs = config.epochs;
-    options.steps_per_epoch = report.batches_per_epoch;
-    options.max_steps = config.max_steps;
-    options.seed = config.seed;
-    nn::LearningRateSchedule schedule;
-    schedule.kind = nn::schedule_kind_from_name(config.schedule);
-    schedule.base_learning_rate = config.learning_rate;
-    schedule.warmup_steps = config.warmup_steps;
-    schedule.total_steps = config.max_steps;
-    options.schedule = schedule;
-    options.max_grad_norm = config.max_grad_norm;
-    options.evaluate_every = validation.queries.empty() ? 0 : config.evaluate_every;
+    nn::TrainerOptions options =
+        trainer_options(config, files, report.batches_per_epoch, /*validates=*/!validation.queries.empty());
     options.evaluate_start = start_is_a_candidate;
-    options.patience = config.patience;
-    options.best_checkpoint_path = options.evaluate_every > 0 ? files.best_checkpoint : "";
-    options.last_checkpoint_path = files.last_checkpoint;
-    options.metrics_log_path = files.log;
     // Under mpirun only rank 0 shows progress and writes the log and checkpoints.
     nn::Trainer trainer(model, optimizer, distributed::options_for_this_rank(options));
 

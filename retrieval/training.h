@@ -40,6 +40,7 @@
 #include "data/tokenizer.h"
 #include "losses/loss.h"
 #include "nn/model.h"
+#include "nn/optimizer.h"
 #include "nn/trainer.h"
 
 namespace nce::retrieval {
@@ -71,6 +72,13 @@ struct TrainingLoss {
     bool distributed;
     Var (*batch_loss)(const BatchContext& context);
 };
+
+// The run's AdamW (learning rate, weight decay) and trainer settings (budget, seed, schedule,
+// clipping, validation every evaluate_every steps when `validates`, patience, the run's
+// checkpoint and log files), as every supervised run of a RunConfig trains.
+nn::AdamWOptions adam_options(const RunConfig& config);
+nn::TrainerOptions trainer_options(const RunConfig& config, const RunFiles& files, int64_t steps_per_epoch,
+                                   bool validates);
 
 const std::vector<TrainingLoss>& training_losses();
 // Throws naming the losses that can train.

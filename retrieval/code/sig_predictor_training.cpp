@@ -8,6 +8,7 @@
 
 #include "eval/rankings.h"
 #include "retrieval/svg_charts.h"
+#include "retrieval/training.h"
 #include "data/split.h"
 #include "losses/losses.h"
 #include "nn/checkpoint.h"
@@ -144,27 +145,8 @@ FeatureRunOutcome run_sig_predictor_training(const retrieval::RunConfig& config,
     int64_t planned_epoch = 1;
     std::vector<int64_t> order = epoch_order(planned_epoch);
 
-    nn::AdamWOptions adam;
-    adam.learning_rate = config.learning_rate;
-    adam.weight_decay = config.weight_decay;
-    nn::AdamW optimizer(model->parameters(), adam);
-    nn::TrainerOptions options;
-    options.epochs = config.epochs;
-    options.steps_per_epoch = steps_per_epoch;
-    options.max_steps = config.max_steps;
-    options.seed = config.seed;
-    nn::LearningRateSchedule schedule;
-    schedule.kind = nn::schedule_kind_from_name(config.schedule);
-    schedule.base_learning_rate = config.learning_rate;
-    schedule.warmup_steps = config.warmup_steps;
-    schedule.total_steps = config.max_steps;
-    options.schedule = schedule;
-    options.max_grad_norm = config.max_grad_norm;
-    options.evaluate_every = config.evaluate_every;
-    options.patience = config.patience;
-    options.best_checkpoint_path = config.evaluate_every > 0 ? files.best_checkpoint : "";
-    options.last_checkpoint_path = files.last_checkpoint;
-    options.metrics_log_path = files.log;
+    nn::AdamW optimizer(model->parameters(), retrieval::adam_options(config));
+    nn::TrainerOptions options = retrieval::trainer_options(config, files, steps_per_epoch, /*validates=*/true);
     nn::Trainer trainer(*model, optimizer, options);
 
     auto loss_of = [&](const nn::StepPosition& position, Generator& generator) {
