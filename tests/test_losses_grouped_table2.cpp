@@ -1,9 +1,10 @@
-// The second table's softmax and regression losses: multi_positive_in, relaxed_hard_negative,
-// gist, margin_mse, cosent. Each is proved three ways in float64: (1) its hand backward
-// against finite differences (gradcheck); (2) against the same formula composed from Var ops
-// and differentiated by autograd; (3) against the spec's closed forms and plain-loop
-// references in long double. Then the pitfalls the issue names, stability (tiny tau, huge
-// scale, identical rows), float32, bad inputs and the registry-facing definitions.
+// Table 2 of docs/losses_contract.md, its softmax and regression losses: multi_positive_in,
+// relaxed_hard_negative, gist, margin_mse, cosent. Each is proved three ways in float64:
+// (1) its hand backward against finite differences (gradcheck); (2) against the same formula
+// composed from Var ops and differentiated by autograd; (3) against the spec's closed forms
+// and plain-loop references in long double. Then the pitfalls the issue names, stability
+// (tiny tau, huge scale, identical rows), float32, bad inputs and the registry-facing
+// definitions.
 #include <algorithm>
 #include <cmath>
 #include <functional>

@@ -1,4 +1,4 @@
-// The second table's pairwise losses: siglip, dcl, debiased, megabatch_margin.
+// Table 2 of docs/losses_contract.md, its pairwise losses: siglip, dcl, debiased, megabatch_margin.
 // Each hand-derived backward is proved three ways, in float64: (1) against central finite
 // differences (gradcheck), (2) against the same formula composed from the engine's Var ops
 // and differentiated by autograd (loss and every gradient equal to ~1e-12), (3) against

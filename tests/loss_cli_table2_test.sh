@@ -8,12 +8,12 @@
 #     the Python reference;
 #   - one-line errors that write nothing: a parameter out of range, a shape mismatch, N = 1
 #     where the spec needs N >= 2 (and N = 1 accepted where it does not, siglip included).
-# Usage: bash tests/loss_cli_next_test.sh PATH/TO/nce   (meson test runs it as 'loss-cli-next')
+# Usage: bash tests/loss_cli_table2_test.sh PATH/TO/nce   (meson test runs it as 'loss-cli-table2')
 # The Python is the standard library only (struct for .npy, math.fsum/exp/log, loops).
 set -uo pipefail
 
 if [[ $# -ne 1 || ! -x "$1" ]]; then
-    echo "usage: bash tests/loss_cli_next_test.sh PATH/TO/nce (got: $*)" >&2
+    echo "usage: bash tests/loss_cli_table2_test.sh PATH/TO/nce (got: $*)" >&2
     exit 2
 fi
 if ! command -v python3 >/dev/null; then
@@ -499,8 +499,8 @@ expect_nothing_written "$bad_out" "the data-length errors"
 
 echo
 if [[ $failures -eq 0 ]]; then
-    echo "all loss-cli-next tests passed"
+    echo "all loss-cli-table2 tests passed"
     exit 0
 fi
-echo "$failures loss-cli-next test(s) failed"
+echo "$failures loss-cli-table2 test(s) failed"
 exit 1
