@@ -38,3 +38,5 @@ expect_one_line_error() {
 expect_nothing_written() {
     if [[ ! -e "$1" || -z "$(ls -A "$1")" ]]; then pass "$2 writes nothing"; else fail "$2 wrote: $(ls "$1")"; fi
 }
+# tests/ on the Python path: the helpers the tests write import npy_files.py from it.
+export PYTHONPATH="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)${PYTHONPATH:+:$PYTHONPATH}"

@@ -27,24 +27,7 @@ helper="$scratch/npy.py"
 cat >"$helper" <<'PYTHON'
 import json, math, struct, sys
 
-def write(path, descr, shape, values):
-    header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, repr(tuple(shape)))
-    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
-    code = {"<f8": "d", "<f4": "f", "<i8": "q"}[descr]
-    with open(path, "wb") as f:
-        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1"))
-        f.write(struct.pack("<%d%s" % (len(values), code), *values))
-
-def read(path):
-    data = open(path, "rb").read()
-    assert data[:6] == b"\x93NUMPY", "not an npy file"
-    major = data[6]
-    length, start = (struct.unpack("<H", data[8:10])[0], 10) if major == 1 else (struct.unpack("<I", data[8:12])[0], 12)
-    header = eval(data[start:start + length].decode("latin1"))
-    count = math.prod(header["shape"])
-    code = {"<f8": "d", "<f4": "f", "<i8": "q"}[header["descr"]]
-    values = struct.unpack("<%d%s" % (count, code), data[start + length:start + length + 8 * count])
-    return header["descr"], list(header["shape"]), list(values)
+from npy_files import read, write  # tests/npy_files.py
 
 def infonce(directory, tau):
     def matrix(name):
