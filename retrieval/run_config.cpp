@@ -395,6 +395,14 @@ namespace {
 
 // A JSON config file, read whole; one line naming `flag` and the file when that fails.
 nlohmann::json read_config_file(const std::string& path, const std::string& flag) {
+    constexpr std::uintmax_t kMaxConfigBytes = 16 << 20;  // a config is a few hundred bytes
+    std::error_code error;
+    if (fs::exists(path, error)) {
+        NCE_CHECK(fs::is_regular_file(path, error), "{} {}: not a regular file (a folder, device or pipe); give a "
+                  "JSON file", flag, path);
+        NCE_CHECK(fs::file_size(path, error) <= kMaxConfigBytes, "{} {}: the file has {} MiB; a config file has at "
+                  "most {} MiB", flag, path, fs::file_size(path, error) >> 20, kMaxConfigBytes >> 20);
+    }
     std::ifstream file(path);
     NCE_CHECK(file.good(), "{} {}: cannot open the file (check the path)", flag, path);
     std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());

@@ -117,6 +117,13 @@ expect_in "$stdout" "^encode: 3 rows -> .*texts.npy' \\[3, 32\\] float32" "encod
 printf 'one text\n\nanother\n' >"$scratch/blank.txt"
 run encode --model "$scratch/run/model.safetensors" --text "$scratch/blank.txt" --out "$scratch/blank.npy"
 expect_one_line_error "blank.txt: line 2 is empty" "$scratch/blank.npy" "encode --text with an empty line"
+# A device never ends: refused by what it is, before a byte is read (and --config alike).
+run encode --model "$scratch/run/model.safetensors" --text /dev/zero --out "$scratch/zero.npy"
+expect_one_line_error "/dev/zero: is a device or a socket, not a file" "$scratch/zero.npy" "encode --text /dev/zero"
+run train --train /dev/zero --format csv --output "$scratch/zero_run"
+expect_one_line_error "/dev/zero: is a device or a socket, not a file" "$scratch/zero_run" "train --train /dev/zero"
+run train --config /dev/zero --train "$scratch/positives.jsonl" --output "$scratch/zero_config"
+expect_one_line_error "--config /dev/zero: not a regular file" "$scratch/zero_config" "train --config /dev/zero"
 mkdir -p "$scratch/alone" && cp "$scratch/run/model.safetensors" "$scratch/alone/"
 run encode --model "$scratch/alone/model.safetensors" --text "$scratch/texts.txt" --out "$scratch/alone.npy"
 expect_one_line_error "tokenizer .*alone/tokenizer.model: no such file" "$scratch/alone.npy" "encode --text without a tokenizer"
