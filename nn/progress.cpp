@@ -22,13 +22,15 @@ std::string format_progress(const ProgressState& state, int width) {
     double fraction = state.total_steps > 0 ? static_cast<double>(state.step) / static_cast<double>(state.total_steps) : 0;
     int filled = static_cast<int>(std::clamp(fraction, 0.0, 1.0) * width);
     std::string bar = std::string(filled, '#') + std::string(width - filled, '-');
-    return fmt::format("step {}/{} [{}]  loss {:.4f}  lr {:.2e}  {:.0f} samples/s  ETA {}", state.step,
+    return fmt::format("{}step {}/{} [{}]  loss {:.4f}  lr {:.2e}  {:.0f} samples/s  ETA {}",
+                       state.phase.empty() ? "" : state.phase + ": ", state.step,
                        state.total_steps, bar, state.loss, state.learning_rate, state.samples_per_second,
                        format_duration(state.seconds_remaining));
 }
 
 std::string format_progress_line(const ProgressState& state, double elapsed_seconds) {
-    return fmt::format("progress: step {}/{}  loss {:.4f}  lr {:.2e}  {:.0f} samples/s  elapsed {}  ETA {}", state.step,
+    return fmt::format("progress: {}step {}/{}  loss {:.4f}  lr {:.2e}  {:.0f} samples/s  elapsed {}  ETA {}",
+                       state.phase.empty() ? "" : state.phase + ": ", state.step,
                        state.total_steps, state.loss, state.learning_rate, state.samples_per_second,
                        format_duration(elapsed_seconds), format_duration(state.seconds_remaining));
 }

@@ -222,7 +222,8 @@ TrainingResult Trainer::fit(const BatchLossFunction& loss, const EvaluationFunct
                                  {"samples_per_second", samples_per_second}};
         if (options_.max_grad_norm > 0) record["grad_norm"] = gradient_norm;
         log.write(record);
-        progress.update({state_.step, total, loss_value, learning_rate, samples_per_second, seconds_remaining});
+        progress.update({state_.step, total, loss_value, learning_rate, samples_per_second, seconds_remaining,
+                         options_.progress_phase});
 
         // Evaluate and checkpoint.
         if (options_.evaluate_every > 0 && state_.step % options_.evaluate_every == 0)

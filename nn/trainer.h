@@ -48,6 +48,7 @@ struct TrainerOptions {
     int64_t checkpoint_every = 0;      // 0: only at the end
     std::string metrics_log_path;      // JSON lines, one object per step and per evaluation; empty: none
     bool show_progress = true;         // the progress bar, drawn only when stderr is a terminal
+    std::string progress_phase;        // named first on each progress line ("pretraining (training follows)")
 };
 
 // Where a step stands: which batch the loss callback must compute.

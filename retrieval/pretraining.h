@@ -75,11 +75,13 @@ struct PretrainingReport {
 
 // Pretrains `model` in place on the corpus `passages` (see above), writing the step log to
 // `log_path` (JSON lines; empty: none), for pretraining_steps(config, windows, most_steps)
-// steps. Throws nce::Error when the corpus is too small to draw from: fewer windows than
+// steps; `progress_phase` names the phase on the progress lines (nn/progress.h). Throws
+// nce::Error when the corpus is too small to draw from: fewer windows than
 // pretrain_candidates, or no window with 3 words.
 PretrainingReport pretrain_text_encoder(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer,
                                         const std::vector<data::Passage>& passages, eval::LexicalTokens teacher_tokens,
                                         int64_t overlap, const RunConfig& config, const std::string& log_path,
-                                        int64_t most_steps = std::numeric_limits<int64_t>::max());
+                                        int64_t most_steps = std::numeric_limits<int64_t>::max(),
+                                        const std::string& progress_phase = "");
 
 }  // namespace nce::retrieval

@@ -340,16 +340,17 @@ void print_plan(const RetrievalApp& app, const RunConfig& config, const data::To
 }
 
 // Corpus pretraining of `model` (pretraining.h) over every passage of the data set; saves
-// pretrained.safetensors. Prints what it did.
+// pretrained.safetensors. Prints what it did. `training_follows`: its progress lines say so.
 PretrainingReport pretrain_and_save(const RetrievalApp& app, const RunConfig& config, const RunFiles& files,
                                     const data::Tokenizer& tokenizer, const data::RetrievalDataset& dataset,
-                                    nn::EmbeddingModel& model) {
+                                    nn::EmbeddingModel& model, bool training_follows) {
     fmt::print("pretraining on the corpus ({} passages): imitating BM25 ({}) on pseudo-queries\n",
                dataset.passages.size(), eval::lexical_tokens_name(app.bm25_variants.back()));
     std::fflush(stdout);
     PretrainingReport report = pretrain_text_encoder(model, tokenizer, dataset.passages, app.bm25_variants.back(),
                                                      app.chunk_overlap, config, files.pretrain_log,
-                                                     pretraining_step_limit(app, config));
+                                                     pretraining_step_limit(app, config),
+                                                     training_follows ? "pretraining (training follows)" : "");
     nn::save_model(files.pretrained, model, {{"pretraining", "imitating BM25 on the corpus"}});
     fmt::print("pretrained {} steps on {} windows in {:.1f} s (last loss {:.4f}); on {} fresh pseudo-queries the source "
                "window is BM25's top 1 for {:.2f} of them and the model's for {:.2f}\n",
@@ -581,7 +582,8 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
         model = to_run_device(make_text_encoder(config, tokenizer.vocab_size()), config);
         print_plan(app, config, tokenizer, dataset, *model, config.pretrain_steps != 0);
         if (config.pretrain_steps != 0) {
-            facts["pretraining"] = pretraining_facts(pretrain_and_save(app, config, files, tokenizer, dataset, *model));
+            facts["pretraining"] = pretraining_facts(
+                pretrain_and_save(app, config, files, tokenizer, dataset, *model, /*training_follows=*/true));
             pretrained = to_run_device(load_text_encoder(files.pretrained), config);
         }
     }
@@ -692,7 +694,8 @@ RunOutcome run_pretrain(const RetrievalApp& app, const RunConfig& given_config) 
         to_run_device(adapting ? load_init(config, tokenizer.vocab_size())
                                : make_text_encoder(config, tokenizer.vocab_size()), config);
     nlohmann::json facts = split_and_tokenizer_facts(splits, tokenizer);
-    facts["pretraining"] = pretraining_facts(pretrain_and_save(app, config, files, tokenizer, dataset, *model));
+    facts["pretraining"] = pretraining_facts(
+        pretrain_and_save(app, config, files, tokenizer, dataset, *model, /*training_follows=*/false));
     facts["prompts"] = prompts_fact(*model);
     if (adapting) facts["init"] = config.init;
     new_folder.keep();

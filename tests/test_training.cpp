@@ -626,6 +626,11 @@ TEST_CASE("progress: durations and the bar's line") {
     CHECK(format_progress(state, 8) == "step 5/20 [##------]  loss 1.2346  lr 1.00e-04  512 samples/s  ETA 1m15s");
     CHECK(format_progress_line(state, 41) ==
           "progress: step 5/20  loss 1.2346  lr 1.00e-04  512 samples/s  elapsed 41s  ETA 1m15s");
+    // A run of several phases names the one the line is about.
+    state.phase = "pretraining (training follows)";
+    CHECK(format_progress_line(state, 41) == "progress: pretraining (training follows): step 5/20  loss 1.2346  lr "
+                                             "1.00e-04  512 samples/s  elapsed 41s  ETA 1m15s");
+    CHECK(format_progress(state, 8).rfind("pretraining (training follows): step 5/20 [##------]", 0) == 0);
 }
 
 // Without a terminal (stderr is a file here) the bar prints plain lines at its interval: every
