@@ -191,7 +191,8 @@ void bind_gradcheck(py::module_& module) {
         .def_property_readonly("passed", &GradcheckReport::passed, "every case passed")
         .def_property_readonly("rows", [](const GradcheckReport& r) { return r.rows; }, "every case's dict")
         .def("__len__", [](const GradcheckReport& r) { return r.rows.size(); })
-        .def("__getitem__", [](const GradcheckReport& r, py::object index) { return r.rows[index]; })
+        .def("__getitem__", [](const GradcheckReport& r, py::object index) -> py::object { return r.rows[index]; },
+             py::arg("index"))
         .def("__iter__", [](const GradcheckReport& r) { return r.rows.attr("__iter__")(); })
         .def("__repr__", &GradcheckReport::summary);
     module.def(

@@ -12,6 +12,7 @@
 // the ones the optimizer reads and writes.
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,16 +61,16 @@ std::vector<std::string> text_list(py::handle texts) {
     return texts.cast<std::vector<std::string>>();
 }
 
-py::object embed_texts(EmbeddingModel& model, const data::Tokenizer& tokenizer, py::handle texts, py::object max_length,
-                       int64_t batch_size, const std::string& prompt) {
+py::object embed_texts(EmbeddingModel& model, const data::Tokenizer& tokenizer, const TextList& texts,
+                       std::optional<int64_t> max_length, int64_t batch_size, const std::string& prompt) {
     NCE_CHECK(model.config().kind != "sig_predictor", "embed: the model is a sig_predictor, which reads features, "
               "not texts; use encode(features, mask)");
     NCE_CHECK(batch_size > 0, "embed: batch_size must be > 0, got {}", batch_size);
-    std::vector<std::string> all = text_list(texts);
+    std::vector<std::string> all = text_list(texts.object);
     if (prompt == "query") all = retrieval::with_prompt(model.config().query_prompt, std::move(all));
     else if (prompt == "passage") all = retrieval::with_prompt(model.config().passage_prompt, std::move(all));
     else NCE_CHECK(prompt == "none", "embed: prompt must be query, passage or none; got '{}'", prompt);
-    int64_t length = max_length.is_none() ? model.config().max_len : max_length.cast<int64_t>();
+    int64_t length = max_length.value_or(model.config().max_len);
     return tensor_to_numpy(retrieval::encode_texts(model, tokenizer, all, length, batch_size));
 }
 
@@ -93,7 +94,8 @@ double train_step(EmbeddingModel& model, nn::Optimizer& optimizer, const py::fun
 // Hugging Face encoder). The model carries its tokenizer as .tokenizer when one is found (the
 // folder's own; a checkpoint's tokenizer.model or tokenizer/ beside it), else None, and what
 // nce assumed of a folder as .notes.
-py::object load_model_with_tokenizer(const std::string& path, py::handle dtype) {
+py::object load_model_with_tokenizer(const std::string& path, const DtypeLike& dtype_like) {
+    py::handle dtype = dtype_like.object;
     namespace fs = std::filesystem;
     py::object model, tokenizer = py::none();
     py::list notes;
@@ -113,8 +115,8 @@ py::object load_model_with_tokenizer(const std::string& path, py::handle dtype) 
 }
 
 // model.encode(texts, batch_size=, prompt=): the model's own tokenizer (load_model's), as nce encode.
-py::object encode_texts_with_own_tokenizer(py::object self, py::handle texts, int64_t batch_size,
-                                           const std::string& prompt, py::object max_length) {
+py::object encode_texts_with_own_tokenizer(py::object self, const TextList& texts, int64_t batch_size,
+                                           const std::string& prompt, std::optional<int64_t> max_length) {
     py::object tokenizer = py::getattr(self, "tokenizer", py::none());
     if (tokenizer.is_none())
         throw py::value_error("Model.encode(texts): this model has no tokenizer of its own (load it with "
@@ -132,8 +134,8 @@ void bind_models(py::module_& module) {
                                "An embedding model (text_encoder, bert or sig_predictor): inputs and a mask in, unit "
                                "rows out")
         .def_property_readonly("config", [](const EmbeddingModel& m) { return json_to_python(nn::config_to_json(m.config())); })
-        .def("encode", [](EmbeddingModel& m, py::handle input, py::handle mask, Generator* generator) {
-                 return m.encode(tensor_from_python(input), tensor_from_python(mask), generator);
+        .def("encode", [](EmbeddingModel& m, const ArrayLike& input, const ArrayLike& mask, Generator* generator) {
+                 return m.encode(input.tensor(), mask.tensor(), generator);
              }, arg("input"), arg("mask"), arg("generator") = nullptr,
              "ids [B,T] int64 (text_encoder) or features [B,T,in_dim] (sig_predictor), mask [B,T] -> Var [B,out] "
              "(unit rows). In training mode dropout draws from `generator`.")
@@ -165,7 +167,8 @@ void bind_models(py::module_& module) {
         .def("clamp_temperature", &EmbeddingModel::clamp_temperature)
         .def_property_readonly("parameter_count", [](const EmbeddingModel& m) { return nn::parameter_count(m.config()); });
 
-    module.def("make_model", [](const py::dict& config, uint64_t seed, py::handle dtype) {
+    module.def("make_model", [](const py::dict& config, uint64_t seed, const DtypeLike& dtype_like) {
+        py::handle dtype = dtype_like.object;
         Generator generator(seed);
         return nn::make_model(config_from_python(config), generator, dtype_from_python(dtype));
     }, arg("config"), arg("seed") = 0, arg("dtype") = "float32",
@@ -181,34 +184,34 @@ void bind_models(py::module_& module) {
         .def_property_readonly("step_count", &nn::Optimizer::step_count)
         .def_property_readonly("name", &nn::Optimizer::name);
     py::class_<nn::SGD, nn::Optimizer>(module, "SGD")
-        .def(py::init([](py::handle parameters, double lr, double momentum, double dampening, double weight_decay,
+        .def(py::init([](const VarList& parameters, double lr, double momentum, double dampening, double weight_decay,
                          bool nesterov) {
-                 return std::make_unique<nn::SGD>(parameter_pointers(parameters),
+                 return std::make_unique<nn::SGD>(parameter_pointers(parameters.object),
                                                   nn::SGDOptions{lr, momentum, dampening, weight_decay, nesterov});
              }),
              arg("parameters"), arg("lr"), arg("momentum") = 0.0, arg("dampening") = 0.0, arg("weight_decay") = 0.0,
              arg("nesterov") = false, py::keep_alive<1, 2>());
     py::class_<nn::Adam, nn::Optimizer>(module, "Adam")
-        .def(py::init([](py::handle parameters, double lr, std::pair<double, double> betas, double eps,
+        .def(py::init([](const VarList& parameters, double lr, std::pair<double, double> betas, double eps,
                          double weight_decay, bool amsgrad) {
                  return std::make_unique<nn::Adam>(
-                     parameter_pointers(parameters),
+                     parameter_pointers(parameters.object),
                      nn::AdamOptions{lr, betas.first, betas.second, eps, weight_decay, amsgrad});
              }),
              arg("parameters"), arg("lr") = 1e-3, arg("betas") = std::pair<double, double>{0.9, 0.999},
              arg("eps") = 1e-8, arg("weight_decay") = 0.0, arg("amsgrad") = false, py::keep_alive<1, 2>());
     py::class_<nn::AdamW, nn::Adam>(module, "AdamW")
-        .def(py::init([](py::handle parameters, double lr, std::pair<double, double> betas, double eps,
+        .def(py::init([](const VarList& parameters, double lr, std::pair<double, double> betas, double eps,
                          double weight_decay, bool amsgrad) {
                  return std::make_unique<nn::AdamW>(
-                     parameter_pointers(parameters),
+                     parameter_pointers(parameters.object),
                      nn::AdamWOptions{lr, betas.first, betas.second, eps, weight_decay, amsgrad});
              }),
              arg("parameters"), arg("lr") = 1e-3, arg("betas") = std::pair<double, double>{0.9, 0.999},
              arg("eps") = 1e-8, arg("weight_decay") = 0.01, arg("amsgrad") = false, py::keep_alive<1, 2>());
 
-    module.def("clip_grad_norm", [](py::handle parameters, double max_norm) {
-        return nn::clip_grad_norm(parameter_pointers(parameters), max_norm);
+    module.def("clip_grad_norm", [](const VarList& parameters, double max_norm) {
+        return nn::clip_grad_norm(parameter_pointers(parameters.object), max_norm);
     }, arg("parameters"), arg("max_norm"), "Clips the gradients' global L2 norm; returns the norm before clipping");
     module.def("train_step", &train_step, arg("model"), arg("optimizer"), arg("loss_fn"), arg("max_grad_norm") = 0.0,
                "One step: zero_grad, loss_fn() -> backward, clip to max_grad_norm (> 0), optimizer step, clamp "

@@ -18,8 +18,8 @@ PYBIND11_MODULE(nce, module) {
     bind_losses(module);
     bind_gradcheck(module);
     bind_check_backward(module);
+    bind_tokenizer(module);  // before the models, whose embed() takes a Tokenizer
     bind_models(module);
-    bind_tokenizer(module);
     bind_search(module);
     bind_graph(module);
 }

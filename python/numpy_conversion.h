@@ -30,35 +30,58 @@ py::dtype numpy_dtype(Dtype dtype);
 //   add(a: Var | array_like, b: Var | array_like) -> nce.Var
 // VarLike: a Var (gradients flow through it) or any array-like (a constant).
 // ArrayLike: any array-like, read as a tensor (masks, indices, targets): no gradient.
+// The others only name what a parameter takes, for a function that reads it itself.
 struct VarLike {
+    static constexpr auto shown = py::detail::const_name("Var | array_like");
     py::handle object;
     Var var() const { return var_from_python(object); }
 };
 struct ArrayLike {
+    static constexpr auto shown = py::detail::const_name("array_like");
     py::handle object;
     Tensor tensor() const { return tensor_from_python(object); }
+};
+struct DtypeLike {
+    static constexpr auto shown = py::detail::const_name("str | numpy.dtype");
+    py::handle object;
+    Dtype dtype() const { return dtype_from_python(object); }
+};
+struct ShapeLike {
+    static constexpr auto shown = py::detail::const_name("int | list[int]");
+    py::handle object;
+};
+struct VarList {
+    static constexpr auto shown = py::detail::const_name("list[Var]");
+    py::handle object;
+};
+struct TextList {
+    static constexpr auto shown = py::detail::const_name("list[str]");
+    py::handle object;
+};
+struct IndexKey {
+    static constexpr auto shown = py::detail::const_name("int | slice | tuple");
+    py::handle object;
 };
 
 }  // namespace nce::python
 
 namespace pybind11::detail {
 
-template <>
-struct type_caster<nce::python::VarLike> {
-    PYBIND11_TYPE_CASTER(nce::python::VarLike, const_name("Var | array_like"));
+// Takes any Python value, as the argument types above do; the function checks it.
+template <typename Argument>
+struct named_argument_caster {
+    PYBIND11_TYPE_CASTER(Argument, Argument::shown);
     bool load(handle source, bool) {
         value.object = source;
         return true;
     }
 };
-
-template <>
-struct type_caster<nce::python::ArrayLike> {
-    PYBIND11_TYPE_CASTER(nce::python::ArrayLike, const_name("array_like"));
-    bool load(handle source, bool) {
-        value.object = source;
-        return true;
-    }
-};
+template <> struct type_caster<nce::python::VarLike> : named_argument_caster<nce::python::VarLike> {};
+template <> struct type_caster<nce::python::ArrayLike> : named_argument_caster<nce::python::ArrayLike> {};
+template <> struct type_caster<nce::python::DtypeLike> : named_argument_caster<nce::python::DtypeLike> {};
+template <> struct type_caster<nce::python::ShapeLike> : named_argument_caster<nce::python::ShapeLike> {};
+template <> struct type_caster<nce::python::VarList> : named_argument_caster<nce::python::VarList> {};
+template <> struct type_caster<nce::python::TextList> : named_argument_caster<nce::python::TextList> {};
+template <> struct type_caster<nce::python::IndexKey> : named_argument_caster<nce::python::IndexKey> {};
 
 }  // namespace pybind11::detail

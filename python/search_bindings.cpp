@@ -70,34 +70,34 @@ void bind_search(py::module_& module) {
              }, arg("queries"), arg("k"), "(indices int64 [Q,k], scores float64 [Q,k]); ties: lower index first");
 
     py::class_<eval::FaissIndex>(module, "FaissIndex", "A FAISS inner-product index (flat: exact; hnsw: approximate)")
-        .def_static("build", [](py::handle embeddings, py::handle ids, const std::string& kind, int hnsw_links,
+        .def_static("build", [](const ArrayLike& embeddings, const ArrayLike& ids, const std::string& kind, int hnsw_links,
                                 int hnsw_ef_construction, int hnsw_ef_search) {
                         eval::FaissIndexOptions options{parse_index_kind(kind), hnsw_links, hnsw_ef_construction,
                                                         hnsw_ef_search};
-                        Tensor rows = tensor_from_python(embeddings);
-                        if (ids.is_none()) return eval::FaissIndex::build(rows, options);
-                        return eval::FaissIndex::build(rows, tensor_from_python(ids), options);
+                        Tensor rows = embeddings.tensor();
+                        if (ids.object.is_none()) return eval::FaissIndex::build(rows, options);
+                        return eval::FaissIndex::build(rows, ids.tensor(), options);
                     },
                     arg("embeddings"), arg("ids") = py::none(), arg("kind") = "flat", arg("hnsw_links") = 32,
                     arg("hnsw_ef_construction") = 40, arg("hnsw_ef_search") = 64,
                     "embeddings float32 [N, D]; ids int64 [N] (search returns them instead of row numbers)")
         .def_static("load", &eval::FaissIndex::load, arg("path"))
         .def("save", &eval::FaissIndex::save, arg("path"))
-        .def("search", [](const eval::FaissIndex& index, py::handle queries, int64_t k) {
-                 return top_k_tuple(index.search(tensor_from_python(queries), k));
+        .def("search", [](const eval::FaissIndex& index, const ArrayLike& queries, int64_t k) {
+                 return top_k_tuple(index.search(queries.tensor(), k));
              }, arg("queries"), arg("k"), "(indices int64 [Q,k], scores float32 [Q,k]), best first")
         .def("set_ef_search", &eval::FaissIndex::set_ef_search, arg("ef_search"))
         .def_property_readonly("size", &eval::FaissIndex::size)
         .def_property_readonly("dimension", &eval::FaissIndex::dimension);
 
-    module.def("exact_search", [](py::handle queries, py::handle corpus, int64_t k) {
-        return top_k_tuple(eval::exact_search(tensor_from_python(queries), tensor_from_python(corpus), k));
+    module.def("exact_search", [](const ArrayLike& queries, const ArrayLike& corpus, int64_t k) {
+        return top_k_tuple(eval::exact_search(queries.tensor(), corpus.tensor(), k));
     }, arg("queries"), arg("corpus"), arg("k"), "Exact top k by inner product: (indices [Q,k], scores [Q,k])");
 
-    module.def("retrieval_metrics", [](py::handle rankings, const eval::RelevantSets& relevant,
+    module.def("retrieval_metrics", [](const ArrayLike& rankings, const eval::RelevantSets& relevant,
                                        const std::vector<int64_t>& ks) {
         py::dict by_k;
-        for (const auto& [k, metrics] : eval::retrieval_metrics(rankings_from_python(rankings), relevant, ks))
+        for (const auto& [k, metrics] : eval::retrieval_metrics(rankings_from_python(rankings.object), relevant, ks))
             by_k[py::int_(k)] = metrics_dict(metrics);
         return by_k;
     }, arg("rankings"), arg("relevant"), arg("ks") = std::vector<int64_t>{1, 5, 10},

@@ -29,7 +29,8 @@ void bind_tensor(py::module_& module) {
     py::class_<Tensor>(module, "Tensor",
                        "A contiguous row-major float32, float64 or int64 tensor of the engine. Built from any "
                        "array-like (copied); .numpy() reads it without a copy.")
-        .def(py::init([](py::handle data, py::object dtype) {
+        .def(py::init([](const ArrayLike& data_like, py::object dtype) {
+                 py::handle data = data_like.object;
                  Tensor tensor = tensor_from_python(data);
                  if (!dtype.is_none()) {
                      Dtype wanted = dtype_from_python(dtype);
@@ -38,10 +39,12 @@ void bind_tensor(py::module_& module) {
                  return tensor;
              }),
              py::arg("data"), py::arg("dtype") = py::none())
-        .def_static("zeros", [](py::handle shape, py::handle dtype) {
+        .def_static("zeros", [](const ShapeLike& shape_like, const DtypeLike& dtype_like) {
+                        py::handle shape = shape_like.object, dtype = dtype_like.object;
                         return Tensor::zeros(shape_from_python(shape), dtype_from_python(dtype));
                     }, py::arg("shape"), py::arg("dtype") = "float64")
-        .def_static("full", [](py::handle shape, double value, py::handle dtype) {
+        .def_static("full", [](const ShapeLike& shape_like, double value, const DtypeLike& dtype_like) {
+                        py::handle shape = shape_like.object, dtype = dtype_like.object;
                         return Tensor::full(shape_from_python(shape), value, dtype_from_python(dtype));
                     }, py::arg("shape"), py::arg("value"), py::arg("dtype") = "float64")
         .def_property_readonly("shape", [](const Tensor& t) { return shape_tuple(t.shape()); })
@@ -58,9 +61,10 @@ void bind_tensor(py::module_& module) {
              }, py::arg("dtype") = py::none(), py::kw_only(), py::arg("copy") = py::none())
         .def("item", &Tensor::item)
         .def("tolist", [](const Tensor& t) { return tensor_to_numpy(t).attr("tolist")(); })
-        .def("to", [](const Tensor& t, py::handle dtype) { return t.to(dtype_from_python(dtype)); }, py::arg("dtype"))
+        .def("to", [](const Tensor& t, const DtypeLike& dtype) { return t.to(dtype.dtype()); }, py::arg("dtype"))
         .def("clone", &Tensor::clone)
-        .def("reshape", [](const Tensor& t, py::handle shape) { return t.reshape(shape_from_python(shape)); })
+        .def("reshape", [](const Tensor& t, const ShapeLike& shape) { return t.reshape(shape_from_python(shape.object)); },
+             py::arg("shape"))
         .def("__len__", [](const Tensor& t) {
                  if (t.rank() == 0) throw py::type_error("len() of a 0-d nce.Tensor");
                  return t.size(0);

@@ -82,7 +82,8 @@ void bind_var(py::module_& module) {
                     "A value in a computation graph. requires_grad=True makes a leaf whose .grad accumulates "
                     "the gradient of whatever is back-propagated through it.");
     var_class
-        .def(py::init([](py::handle data, bool requires_grad) {
+        .def(py::init([](const ArrayLike& data_like, bool requires_grad) {
+                 py::handle data = data_like.object;
                  if (py::isinstance<Var>(data)) return Var(data.cast<const Var&>().value(), requires_grad);
                  return Var(tensor_from_python(data), requires_grad);
              }),
@@ -130,7 +131,7 @@ void bind_var(py::module_& module) {
         .def_property_readonly("grad_tensor", &Var::grad, "The accumulated gradient as an nce.Tensor")
         .def("zero_grad", &Var::zero_grad)
         .def("detach", &Var::detach)
-        .def("set_value", [](Var& v, py::handle data) { v.set_value(tensor_from_python(data)); }, py::arg("value"),
+        .def("set_value", [](Var& v, const ArrayLike& data) { v.set_value(data.tensor()); }, py::arg("value"),
              "Replaces a leaf's value (an optimizer step written in Python), keeping its gradient slot")
         .def("backward", [](const Var& v, py::object grad, bool retain_graph) {
                  if (grad.is_none()) v.backward(retain_graph);
@@ -159,10 +160,12 @@ void bind_var(py::module_& module) {
         .def(py::init<uint64_t>(), py::arg("seed"))
         .def_property_readonly("seed", &Generator::seed)
         .def_property("offset", &Generator::offset, &Generator::set_offset)
-        .def("uniform", [](Generator& g, const Shape& shape, py::handle dtype, double low, double high) {
+        .def("uniform", [](Generator& g, const Shape& shape, const DtypeLike& dtype_like, double low, double high) {
+                 py::handle dtype = dtype_like.object;
                  return g.uniform(shape, dtype_from_python(dtype), low, high);
              }, py::arg("shape"), py::arg("dtype") = "float64", py::arg("low") = 0.0, py::arg("high") = 1.0)
-        .def("normal", [](Generator& g, const Shape& shape, py::handle dtype, double mean, double std) {
+        .def("normal", [](Generator& g, const Shape& shape, const DtypeLike& dtype_like, double mean, double std) {
+                 py::handle dtype = dtype_like.object;
                  return g.normal(shape, dtype_from_python(dtype), mean, std);
              }, py::arg("shape"), py::arg("dtype") = "float64", py::arg("mean") = 0.0, py::arg("std") = 1.0);
     module.def("num_threads", &num_threads, "The engine's thread count (NCE_NUM_THREADS)");

@@ -175,7 +175,8 @@ void bind_var_operators(py::class_<Var>& var_class) {
         .def("__neg__", [](const Var& a) { return -a; })
         .def("__matmul__", [](const Var& a, const VarLike& b) { return matmul(a, b.var()); })
         .def("__rmatmul__", [](const Var& a, const VarLike& b) { return matmul(b.var(), a); })
-        .def("__getitem__", &index, "v[i], v[a:b], v[i, a:b]: slice (and reshape) in the graph")
+        .def("__getitem__", [](const Var& v, const IndexKey& key) { return index(v, key.object); },
+             "v[i], v[a:b], v[i, a:b]: slice (and reshape) in the graph")
         .def_property_readonly("T", &transposed, "The transpose (rank 2); every axis reversed for rank > 2")
         .def("sum", [](const Var& v, py::object axis, bool keepdim) {
             return axis.is_none() ? sum(v) : sum(v, axis.cast<int64_t>(), keepdim);

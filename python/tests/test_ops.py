@@ -152,3 +152,25 @@ def test_attention_mask_is_a_keep_mask_under_its_own_name():
         nce.packed_attention(qkv, key_padding_mask=keep, heads=2)
     assert "key_padding_mask, where True = padding" in nce.scaled_dot_product_attention.__doc__
     assert "nonzero = a real token, kept" in nce.packed_attention.__doc__
+
+
+def test_no_signature_names_a_cpp_type():
+    """Every function's and method's signature says what it takes in Python's words: no
+    pybind11 'handle', no C++ type such as nce::data::Tokenizer."""
+    import inspect
+    offenders = []
+    for name in dir(nce):
+        if name.startswith("_"):
+            continue
+        owner = getattr(nce, name)
+        members = [(name, owner)]
+        if inspect.isclass(owner):
+            members += [(f"{name}.{member}", getattr(owner, member)) for member in dir(owner)
+                        if not member.startswith("_") or member in ("__init__", "__getitem__", "__matmul__")]
+        for label, member in members:
+            if not callable(member):
+                continue
+            signatures = [line for line in (member.__doc__ or "").splitlines() if "(" in line and "->" in line]
+            offenders += [f"{label}: {line}" for line in signatures if "handle" in line or "::" in line]
+    assert not offenders, "\n".join(offenders)
+
