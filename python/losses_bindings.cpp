@@ -87,6 +87,8 @@ std::string docstring(const LossDefinition& loss) {
         if (!param.choices.empty()) text += fmt::format(": {}", fmt::join(param.choices, "|"));
         text += ")";
     }
+    text += fmt::format("\nShapes and the exact formula: docs/losses_contract.md. The backward, derived line by line: "
+                        "docs/derivations/{}.md.", loss.name);
     return text;
 }
 

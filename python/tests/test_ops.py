@@ -174,3 +174,14 @@ def test_no_signature_names_a_cpp_type():
             offenders += [f"{label}: {line}" for line in signatures if "handle" in line or "::" in line]
     assert not offenders, "\n".join(offenders)
 
+
+def test_every_loss_names_its_contract_and_derivation():
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    losses = [name for name in dir(nce) if "The registry's loss" in (getattr(getattr(nce, name), "__doc__", "") or "")]
+    assert len(losses) >= 20
+    for name in losses:
+        doc = getattr(nce, name).__doc__
+        assert "docs/losses_contract.md" in doc, name
+        page = f"docs/derivations/{name}.md"
+        assert page in doc and os.path.exists(os.path.join(root, page)), f"{name}: {page}"
+
