@@ -400,8 +400,9 @@ nlohmann::json read_config_file(const std::string& path, const std::string& flag
     if (fs::exists(path, error)) {
         NCE_CHECK(fs::is_regular_file(path, error), "{} {}: not a regular file (a folder, device or pipe); give a "
                   "JSON file", flag, path);
-        NCE_CHECK(fs::file_size(path, error) <= kMaxConfigBytes, "{} {}: the file has {} MiB; a config file has at "
-                  "most {} MiB", flag, path, fs::file_size(path, error) >> 20, kMaxConfigBytes >> 20);
+        std::uintmax_t size = fs::file_size(path, error);
+        NCE_CHECK(size <= kMaxConfigBytes, "{} {}: the file has {} MiB; a config file has at most {} MiB", flag, path,
+                  size >> 20, kMaxConfigBytes >> 20);
     }
     std::ifstream file(path);
     NCE_CHECK(file.good(), "{} {}: cannot open the file (check the path)", flag, path);

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "eval/rankings.h"
+#include "retrieval/dense_ranker.h"
 #include "retrieval/run_device.h"
 #include "data/batching.h"
 #include "distributed/data_parallel.h"
@@ -206,18 +207,6 @@ Var listwise_loss(const BatchContext& context) {
     return losses::listwise(q, a, score, context.parameters.number("tau"));
 }
 
-std::vector<std::string> texts_of_queries(const data::RetrievalDataset& dataset) {
-    std::vector<std::string> texts;
-    for (const data::Query& query : dataset.queries) texts.push_back(query.text);
-    return texts;
-}
-
-std::vector<std::string> texts_of_passages(const data::RetrievalDataset& dataset) {
-    std::vector<std::string> texts;
-    for (const data::Passage& passage : dataset.passages) texts.push_back(passage.text);
-    return texts;
-}
-
 }  // namespace
 
 nn::AdamWOptions adam_options(const RunConfig& config) {
@@ -321,8 +310,8 @@ TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokeniz
     }
     TrainingReport report;
     // Counted as the model reads them, prompts included.
-    std::vector<std::string> train_queries = as_queries(model, texts_of_queries(train)),
-                             train_passages = as_passages(model, texts_of_passages(train));
+    std::vector<std::string> train_queries = as_queries(model, query_texts_of(train)),
+                             train_passages = as_passages(model, passage_texts_of(train));
     report.queries = {static_cast<int64_t>(train_queries.size()),
                       count_truncated(tokenizer, train_queries, config.max_query_length)};
     report.passages = {static_cast<int64_t>(train_passages.size()),
@@ -361,8 +350,8 @@ TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokeniz
     std::vector<std::string> validation_queries, validation_passages;
     if (options.evaluate_every > 0 && !score) {
         validation_relevant = eval::relevant_sets(validation);
-        validation_queries = as_queries(model, texts_of_queries(validation));
-        validation_passages = as_passages(model, texts_of_passages(validation));
+        validation_queries = as_queries(model, query_texts_of(validation));
+        validation_passages = as_passages(model, passage_texts_of(validation));
     }
     auto evaluate = [&](nn::EmbeddingModel& evaluated) {
         if (score) return score(evaluated);
