@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/allocator.h"
 #include "engine/tensor.h"
 
 namespace nce {
@@ -38,6 +39,16 @@ struct PackedAttention {
     uint64_t seed = 0, offset = 0;    // dropout: P [B, H, T, T] is one Bernoulli fill at offset
 };
 
+// One Adam / AdamW update's constants (nn/adam_update.h derives them; each is cast to the
+// parameter's dtype before use, as the tensor-level rule does).
+struct AdamStep {
+    bool l2_in_gradient = false;  // Adam: g + weight_decay · p
+    bool decoupled = false;       // AdamW: p · shrink
+    bool amsgrad = false;
+    double weight_decay = 0, shrink = 1, beta1 = 0, one_minus_beta1 = 0, beta2 = 0, one_minus_beta2 = 0,
+           sqrt_bias_correction2 = 1, eps = 0, step_size = 0;
+};
+
 enum class Distribution { Uniform /* [a, b) */, Normal /* mean a, std b */, Bernoulli /* 1 with probability a */ };
 
 class Backend {
@@ -47,6 +58,8 @@ public:
 
     virtual void* allocate(std::size_t bytes) = 0;
     virtual void release(void* pointer, std::size_t bytes) = 0;
+    // The device memory's caching allocator (engine/allocator.h): bytes in use, the peak.
+    virtual AllocatorStats memory_stats() const = 0;
 
     // dst = src, converting dtype if they differ (any of the three dtypes). One of the two
     // may be on another device when this backend is the non-CPU side.
@@ -91,11 +104,23 @@ public:
     // out = where(keep != 0, x, fill); keep (same dtype as x) broadcasts to x.
     virtual void keep_where(const Tensor& x, const Tensor& keep, double fill, Tensor& out) = 0;
 
+    // Checks that every row of x [R, C] (any dtype) has a nonzero entry, else throws
+    // fmt::format(message, r) for the first empty row r (message holds one "{}"). The CPU
+    // throws here; a device records the row and throws at its next read-back (no wait here).
+    virtual void check_rows_nonzero(const Tensor& x, const std::string& message) = 0;
+
     // Softmax (or log-softmax) over the last axis, stable (shifted by the row max).
     virtual void softmax_last_axis(const Tensor& x, Tensor& out, bool log) = 0;
     // Given y = softmax (or log-softmax) and dy, dx = y ⊙ (dy - <dy, y>) for softmax,
     // dx = dy - exp(y) · sum(dy) for log-softmax, per row.
     virtual void softmax_last_axis_backward(const Tensor& y, const Tensor& dy, Tensor& dx, bool log) = 0;
+
+    // Softmax cross-entropy of each row of logits [R, C] against one target column, written
+    // over the logits (the row step of the InfoNCE family's sweep, losses/infonce_rows.h):
+    //   row_loss_r = lse_j logits_rj - logits_r,t      t = target_start + r (0 <= t < C)
+    //   logits_rj <- scale · (softmax_j(logits_r) - [j = t])
+    // the second being d(scale · sum_r row_loss_r)/d logits. row_loss [R], the logits' dtype.
+    virtual void cross_entropy_rows(Tensor& logits, int64_t target_start, double scale, Tensor& row_loss) = 0;
 
     // Layer normalisation over the last axis of x [R, D] (any leading shape):
     // y = (x - mean) · rstd · weight + bias; mean and rstd [R] are saved for the backward.
@@ -103,6 +128,15 @@ public:
                             Tensor& mean, Tensor& rstd) = 0;
     virtual void layer_norm_backward(const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& rstd,
                                      const Tensor& dy, Tensor& dx, Tensor& dweight, Tensor& dbias) = 0;
+
+    // One Adam step over every element of a parameter in one pass, per element:
+    //   g' = g + wd·p (Adam)   p' = p·shrink (AdamW)   m = b1·m + (1-b1)·g'   v = b2·v + (1-b2)·g'²
+    //   vmax = max(vmax, v) (amsgrad)   p_out = p' - m / (sqrt(v or vmax) / sqrt(bc2) + eps) · step_size
+    // The outputs are new tensors of the parameter's shape; max_exp_avg_sq and its output are
+    // undefined without amsgrad.
+    virtual void adam_step(const AdamStep& step, const Tensor& parameter, const Tensor& grad, const Tensor& exp_avg,
+                           const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq, Tensor& parameter_out,
+                           Tensor& exp_avg_out, Tensor& exp_avg_sq_out, Tensor& max_exp_avg_sq_out) = 0;
 
     // Counter-based random numbers: element i is a pure function of (seed, offset, i), so
     // the result does not depend on the thread count or the device (see random.h).

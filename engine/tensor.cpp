@@ -121,6 +121,17 @@ Tensor Tensor::reshape(const Shape& shape) const {
     return t;
 }
 
+Tensor Tensor::rows(int64_t start, int64_t end) const {
+    NCE_CHECK(rank() >= 1, "rows: a scalar has no rows");
+    NCE_CHECK(0 <= start && start <= end && end <= shape_[0], "rows: range [{}, {}) is outside the {} rows of {}",
+              start, end, shape_[0], shape_string(shape_));
+    Tensor view = *this;
+    view.shape_[0] = end - start;
+    const int64_t row_elements = shape_[0] == 0 ? 0 : numel() / shape_[0];
+    view.offset_bytes_ += static_cast<std::size_t>(start * row_elements) * dtype_size(dtype_);
+    return view;
+}
+
 Tensor Tensor::clone() const {
     Tensor t = empty(shape_, dtype_, device_);
     backend_for(device_).copy(*this, t);

@@ -72,6 +72,9 @@ public:
 
     // Same storage, new shape (one size may be -1). No copy: storage is always contiguous.
     Tensor reshape(const Shape& shape) const;
+    // Rows [start, end) of the leading axis, sharing the storage (no copy: the rows of a
+    // row-major tensor are one contiguous block). Writing through the view writes the tensor.
+    Tensor rows(int64_t start, int64_t end) const;
     Tensor clone() const;
     Tensor to(Dtype dtype) const;
     Tensor to(Device device) const;

@@ -255,6 +255,12 @@ Tensor repeat_rows(const Tensor& row, int64_t count) {
     NCE_CHECK(row.rank() == 1, "repeat_rows: the row must be 1-D, got {}", shape_string(row.shape()));
     NCE_CHECK(count >= 0, "repeat_rows: count must be >= 0, got {}", count);
     Tensor out = Tensor::empty({count, row.size(0)}, row.dtype(), row.device());
+    if (row.device() != Device::CPU) {
+        // [count, 1] zeros + [1, D] row, broadcast: no index list to upload and check.
+        backend_of(row).binary(BinaryOp::Add, Tensor::zeros({count, 1}, row.dtype(), row.device()),
+                               row.reshape({1, row.size(0)}), out);
+        return out;
+    }
     // Row 0 of a one-row table, `count` times (the rows are copied in parallel).
     Tensor all_first = Tensor::zeros({count}, Dtype::Int64, row.device());
     backend_of(row).index_select_rows(row.reshape({1, row.size(0)}), all_first, out);
@@ -333,6 +339,17 @@ Tensor softmax_backward(const Tensor& y, const Tensor& dy) {
 
 Tensor log_softmax_backward(const Tensor& y, const Tensor& dy) {
     return softmax_last_axis_backward(y, dy, true, "log_softmax backward");
+}
+
+Tensor cross_entropy_rows_inplace(Tensor& logits, int64_t target_start, double scale) {
+    check_floating(logits, "cross_entropy_rows", "logits");
+    check_rank(logits, 2, "cross_entropy_rows", "logits");
+    NCE_CHECK(logits.size(1) > 0 && target_start >= 0 && target_start + logits.size(0) <= logits.size(1),
+              "cross_entropy_rows: target columns [{}, {}) are outside the {} columns of the logits", target_start,
+              target_start + logits.size(0), logits.size(1));
+    Tensor row_loss = Tensor::empty({logits.size(0)}, logits.dtype(), logits.device());
+    backend_of(logits).cross_entropy_rows(logits, target_start, scale, row_loss);
+    return row_loss;
 }
 
 Tensor keep_where(const Tensor& x, const Tensor& keep, double fill) {

@@ -94,6 +94,10 @@ Tensor log_softmax(const Tensor& x);
 // softmax: dx = y ⊙ (dy - <dy, y>);  log_softmax (y = log-probabilities): dx = dy - exp(y) · sum(dy).
 Tensor softmax_backward(const Tensor& y, const Tensor& dy);
 Tensor log_softmax_backward(const Tensor& y, const Tensor& dy);
+// Softmax cross-entropy of row r of logits [R, C] against column target_start + r, in place
+// (Backend::cross_entropy_rows): returns row_loss [R] = lse_r - logits_r,t and overwrites the
+// logits with scale · (softmax - one-hot), the gradient of scale · sum(row_loss).
+Tensor cross_entropy_rows_inplace(Tensor& logits, int64_t target_start, double scale);
 // Attention over packed qkv [B, T, 3D] (Backend::packed_attention): out [B, T, D] and the
 // probabilities [B, H, T, T]; then dqkv [B, T, 3D] from dout.
 std::pair<Tensor, Tensor> packed_attention(const Tensor& qkv, const Tensor& key_mask, const PackedAttention& attention);

@@ -2,22 +2,26 @@
 
 #include <cmath>
 
-#include "losses/infonce_reference.h"
+#include "losses/infonce_rows.h"
 #include "losses/loss_common.h"
 #include "losses/random_inputs.h"
 #include "losses/worked_example.h"
 
 namespace nce::losses {
 
+// On a device the values are not read here (that would wait on it, once per input): a NaN
+// or Inf in q, p or the negatives makes the loss NaN or Inf, which the caller reads anyway.
 void check_infonce_inputs(const Var& q, const Var& p, const Var& negatives, double tau, const char* loss) {
-    check_matrix(q, loss, "q");
-    check_matrix(p, loss, "p");
+    const bool on_host = !q.defined() || q.value().device() == Device::CPU;
+    auto check = on_host ? check_matrix : check_matrix_shape;
+    check(q, loss, "q");
+    check(p, loss, "p");
     check_same_shape(q, p, loss, "q", "p");
     NCE_CHECK(p.dtype() == q.dtype(), "{}: p is {} but q is {}; give every embedding the same dtype", loss,
               dtype_name(p.dtype()), dtype_name(q.dtype()));
     check_min_rows(q.size(0), 2, loss, "N (rows of q, p; the other rows are the negatives)");
     if (negatives.defined()) {
-        check_matrix(negatives, loss, "neg");
+        check(negatives, loss, "neg");
         check_same_dim(q, negatives, loss, "q", "neg");
         NCE_CHECK(negatives.dtype() == q.dtype(), "{}: neg is {} but q is {}; give every embedding the same dtype",
                   loss, dtype_name(negatives.dtype()), dtype_name(q.dtype()));
@@ -41,11 +45,22 @@ Var infonce(const Var& q, const Var& p, const Var& negatives, const Var& log_tau
     check_infonce_inputs(q, p, negatives, tau, "infonce");
     Temperature temperature = resolve_temperature(log_tau, tau, "infonce");
     logit_block_rows(blocking, q.size(0), q.size(0), q.dtype());  // checks block_rows
-    if (q.value().device() != Device::CPU) return infonce_reference(q, p, negatives, log_tau, tau);
-
     std::vector<Var> inputs{q, p};
     if (negatives.defined()) inputs.push_back(negatives);
     if (log_tau.defined()) inputs.push_back(log_tau);
+    if (q.value().device() != Device::CPU) {  // the same sweep in engine ops, on the device (infonce_rows.h)
+        const bool with_gradient = any_needs_gradient(inputs);
+        Tensor candidates = negatives.defined() ? concat({p.value(), negatives.value()}, 0) : p.value();
+        InfonceRows rows = infonce_rows(q.value(), candidates, temperature.tau, with_gradient, blocking.block_rows);
+        Grads at_unit_dy;
+        if (with_gradient) {
+            const int64_t N = q.size(0), K = candidates.size(0);
+            at_unit_dy = {rows.dq, rows.dcandidates.rows(0, N)};
+            if (negatives.defined()) at_unit_dy.push_back(rows.dcandidates.rows(N, K));
+            if (log_tau.defined()) at_unit_dy.push_back(log_tau_gradient(temperature, rows.dloss_dtau, log_tau));
+        }
+        return Var::from_op("infonce", rows.loss, inputs, times_dy(std::move(at_unit_dy)));
+    }
     InfonceSweep sweep = infonce_sweep(q.value(), p.value(), negatives.value(), temperature.tau,
                                        any_needs_gradient(inputs), blocking);
     Tensor loss = Tensor::scalar(sweep.loss, q.dtype());
@@ -71,6 +86,15 @@ BackwardFn scaled_gradients(const InfonceSweep& sweep, const Tensor& dloss_dlog_
         Grads grads{dq * scale, dp * scale};                                  // [N, d], [N, d]
         if (dnegatives.defined()) grads.push_back(dnegatives * scale);        // [M, d]
         if (dloss_dlog_tau.defined()) grads.push_back(dloss_dlog_tau * scale);
+        return grads;
+    };
+}
+
+// dL/dx = dy · (dL/dx at dy = 1), dy a one-element tensor that stays on its device.
+BackwardFn times_dy(Grads at_unit_dy) {
+    return [at_unit_dy = std::move(at_unit_dy)](const Tensor& dy) -> Grads {
+        Grads grads;
+        for (const Tensor& gradient : at_unit_dy) grads.push_back(gradient * dy.reshape({}).to(gradient.dtype()));
         return grads;
     };
 }

@@ -30,5 +30,7 @@ void check_infonce_inputs(const Var& q, const Var& p, const Var& negatives, doub
 // multiplies the sweep's gradients at dy = 1 by dy.
 bool any_needs_gradient(const std::vector<Var>& inputs);
 BackwardFn scaled_gradients(const InfonceSweep& sweep, const Tensor& dloss_dlog_tau);
+// The same for gradients held as tensors on a device: each times dy, nothing read back.
+BackwardFn times_dy(Grads at_unit_dy);
 
 }  // namespace nce::losses

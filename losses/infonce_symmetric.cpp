@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "losses/infonce.h"
-#include "losses/infonce_reference.h"
+#include "losses/infonce_rows.h"
 #include "losses/loss_common.h"
 #include "losses/random_inputs.h"
 #include "losses/worked_example.h"
@@ -26,11 +26,28 @@ Var infonce_symmetric(const Var& q, const Var& p, const Var& negatives, const Va
     check_infonce_inputs(q, p, negatives, tau, "infonce_symmetric");
     Temperature temperature = resolve_temperature(log_tau, tau, "infonce_symmetric");
     logit_block_rows(blocking, q.size(0), q.size(0), q.dtype());  // checks block_rows
-    if (q.value().device() != Device::CPU) return infonce_symmetric_reference(q, p, negatives, log_tau, tau);
-
     std::vector<Var> inputs{q, p};
     if (negatives.defined()) inputs.push_back(negatives);
     if (log_tau.defined()) inputs.push_back(log_tau);
+    if (q.value().device() != Device::CPU) {
+        // On a device: the mean of two one-direction sweeps (infonce_rows.h), q against
+        // C = [p; negatives] (a) and p against q (b):
+        //   dq = (dq_a + dC_b) / 2   dp = (dC_a[:N] + dq_b) / 2   dneg = dC_a[N:] / 2
+        //   dL/dtau = (dL_a/dtau + dL_b/dtau) / 2
+        const bool with_gradient = any_needs_gradient(inputs);
+        const int64_t N = q.size(0);
+        Tensor candidates = negatives.defined() ? concat({p.value(), negatives.value()}, 0) : p.value();
+        InfonceRows a = infonce_rows(q.value(), candidates, temperature.tau, with_gradient, blocking.block_rows);
+        InfonceRows b = infonce_rows(p.value(), q.value(), temperature.tau, with_gradient, blocking.block_rows);
+        Grads at_unit_dy;
+        if (with_gradient) {
+            at_unit_dy = {(a.dq + b.dcandidates) * 0.5, (a.dcandidates.rows(0, N) + b.dq) * 0.5};
+            if (negatives.defined()) at_unit_dy.push_back(a.dcandidates.rows(N, candidates.size(0)) * 0.5);
+            if (log_tau.defined())
+                at_unit_dy.push_back(log_tau_gradient(temperature, (a.dloss_dtau + b.dloss_dtau) * 0.5, log_tau));
+        }
+        return Var::from_op("infonce_symmetric", (a.loss + b.loss) * 0.5, inputs, times_dy(std::move(at_unit_dy)));
+    }
     InfonceSweep sweep = infonce_symmetric_sweep(q.value(), p.value(), negatives.value(), temperature.tau,
                                                  any_needs_gradient(inputs), blocking);
     Tensor loss = Tensor::scalar(sweep.loss, q.dtype());

@@ -26,12 +26,22 @@ Tensor log_tau_gradient(const Temperature& temperature, double dloss_dtau, const
     return scalar_like(log_tau, temperature.clamped ? 0.0 : temperature.tau * dloss_dtau);
 }
 
+Tensor log_tau_gradient(const Temperature& temperature, const Tensor& dloss_dtau, const Var& log_tau) {
+    if (!temperature.learnable) return Tensor();
+    if (temperature.clamped) return scalar_like(log_tau, 0.0);
+    return (dloss_dtau * temperature.tau).reshape(log_tau.shape()).to(log_tau.dtype()).to(log_tau.value().device());
+}
+
 void check_matrix(const Var& x, const char* loss, const char* name) {
+    check_matrix_shape(x, loss, name);
+    check_finite(x.value(), loss, name);
+}
+
+void check_matrix_shape(const Var& x, const char* loss, const char* name) {
     NCE_CHECK(x.defined(), "{}: input {} is missing", loss, name);
     NCE_CHECK(is_floating(x.dtype()), "{}: {} must be float32 or float64, got {}", loss, name, dtype_name(x.dtype()));
     NCE_CHECK(x.value().rank() == 2, "{}: {} must be a matrix [rows, d], got shape {}", loss, name,
               shape_string(x.shape()));
-    check_finite(x.value(), loss, name);
 }
 
 void check_same_shape(const Var& a, const Var& b, const char* loss, const char* name_a, const char* name_b) {

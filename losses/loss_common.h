@@ -26,9 +26,14 @@ Temperature resolve_temperature(const Var& log_tau, double tau, const char* loss
 // dL/dlog_tau = tau · dL/dtau; it is 0 while the clamp holds (tau is then a constant).
 // Returned in log_tau's shape and dtype, on its device. Undefined when the temperature is not learnable.
 Tensor log_tau_gradient(const Temperature& temperature, double dloss_dtau, const Var& log_tau);
+// The same from dL/dtau as a one-element tensor on the loss's device (read by nobody on the host).
+Tensor log_tau_gradient(const Temperature& temperature, const Tensor& dloss_dtau, const Var& log_tau);
 
 // A float matrix [rows, d] with finite entries; `name` is the input's name in the spec.
 void check_matrix(const Var& x, const char* loss, const char* name);
+// The same without reading the values: a float matrix. (On a device, reading them is a wait
+// on it; the InfoNCE family lets a NaN or Inf make the loss itself non-finite instead.)
+void check_matrix_shape(const Var& x, const char* loss, const char* name);
 // Same shape for two inputs.
 void check_same_shape(const Var& a, const Var& b, const char* loss, const char* name_a, const char* name_b);
 // Same number of columns (embedding dimension).

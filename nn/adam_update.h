@@ -4,8 +4,9 @@
 //                          of the derivation in nn/optimizer.cpp (about 14 sweeps over the
 //                          parameter, each making a new tensor);
 //   fused_adam_update      the same operations in the same order, element by element in one
-//                          sweep: it reads p, g and the moments once and writes the new
-//                          ones once. A training step spends its optimizer time here.
+//                          sweep (Backend::adam_step: a loop on the CPU, one launch on a GPU):
+//                          it reads p, g and the moments once and writes the new ones once.
+//                          A training step spends its optimizer time here.
 //
 // Both round every intermediate to the parameter's dtype as the reference does (each
 // scalar is cast to that dtype first); they differ only where the reference's vectorised

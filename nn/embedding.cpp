@@ -14,8 +14,11 @@ Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, Generator& g
 Var Embedding::forward(const Tensor& ids) const {
     NCE_CHECK(ids.defined() && ids.dtype() == Dtype::Int64, "Embedding: ids must be an int64 tensor, got {}",
               ids.defined() ? dtype_name(ids.dtype()) : "an undefined tensor");
+    // On a device the lookup's kernel checks the ids (an id out of range is reported at the
+    // next read-back) rather than reading them all back here.
+    if (ids.device() != Device::CPU) return index_select(weight, ids);  // [..., embedding_dim]
     // Name the first bad id and where it is, so a tokenizer/vocabulary mismatch is easy to find.
-    std::vector<int64_t> values = ids.to(Device::CPU).to_indices();
+    const std::vector<int64_t> values = ids.to_indices();
     const int64_t rows = num_embeddings();
     for (size_t i = 0; i < values.size(); ++i)
         NCE_CHECK(values[i] >= 0 && values[i] < rows,

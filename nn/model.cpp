@@ -192,13 +192,9 @@ void check_token_mask(const Tensor& mask, int64_t batch, int64_t tokens, const s
     NCE_CHECK(mask.rank() == 2 && mask.size(0) == batch && mask.size(1) == tokens,
               "{}: mask {} does not match the input; it must be [B, T] = [{}, {}] (nonzero = token)", model,
               shape_string(mask.shape()), batch, tokens);
-    std::vector<double> values = mask.to(Device::CPU).to(Dtype::Float64).to_vector();
-    for (int64_t b = 0; b < batch; ++b) {
-        bool has_token = false;
-        for (int64_t t = 0; t < tokens; ++t) has_token = has_token || values[static_cast<size_t>(b * tokens + t)] != 0;
-        NCE_CHECK(has_token, "{}: row {} of mask {} has no token; every sequence needs at least one (nonzero entry)",
-                  model, b, shape_string(mask.shape()));
-    }
+    backend_for(mask.device())
+        .check_rows_nonzero(mask, model + ": row {} of mask " + shape_string(mask.shape()) +
+                                      " has no token; every sequence needs at least one (nonzero entry)");
 }
 
 void check_generator(const EmbeddingModel& model, Generator* generator) {

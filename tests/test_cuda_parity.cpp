@@ -7,7 +7,9 @@
 #include <limits>
 
 #include "engine/cuda/cuda_backend.h"
+#include "losses/contrastive.h"
 #include "losses/infonce.h"
+#include "losses/infonce_symmetric.h"
 #include "tests/cuda_parity_harness.h"
 #include "tests/test_helpers.h"
 
@@ -72,12 +74,18 @@ TEST_CASE("cuda parity: all_finite on the device finds a NaN or an inf anywhere,
                 }
         }
     CHECK(all_finite(Tensor::empty({0, 3}, Dtype::Float32, Device::CUDA)));
-    // A loss's input check on the device names the input.
+    // A loss's input check on the device names the input; the InfoNCE family reads nothing
+    // back before its loss, so there a NaN input shows as a NaN loss (and on the host as the error).
     std::vector<double> q = parity_values({4, 3}, 4).to_vector();
     q[5] = nan;
     const Var bad_q(Tensor::from_vector(q, {4, 3}, Dtype::Float32).to(Device::CUDA));
     const Var p(parity_values({4, 3}, 5).to(Dtype::Float32).to(Device::CUDA));
-    CHECK_ERROR_MENTIONS(losses::infonce(bad_q, p, Var(), Var(), 0.1), "contains NaN or Inf");
+    CHECK_ERROR_MENTIONS(losses::contrastive(bad_q, p, Tensor::full({4}, 1.0, Dtype::Float32).to(Device::CUDA)),
+                         "contains NaN or Inf");
+    CHECK(std::isnan(losses::infonce(bad_q, p, Var(), Var(), 0.1).value().item()));
+    CHECK(std::isnan(losses::infonce_symmetric(bad_q, p, Var(), Var(), 0.1).value().item()));
+    CHECK_ERROR_MENTIONS(losses::infonce(Var(bad_q.value().to(Device::CPU)), Var(p.value().to(Device::CPU)), Var(), Var(), 0.1),
+                         "contains NaN or Inf");
 }
 
 TEST_CASE("cuda parity: the backend refuses a tensor on the wrong device") {

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# nce's checks on a machine with an NVIDIA GPU, in one go: the CUDA parity suite on the real
-# GPU, nce against PyTorch eager on the same GPU, and issue 20's GEMM-precision table on two
-# of the machine's CPU cores. Made for a lent GPU machine that has the CUDA toolkit and
+# nce's checks on a machine with an NVIDIA GPU, in one go (about 5 minutes): the CUDA parity
+# suite on the real GPU, nce against PyTorch eager on the same GPU, the blocked InfoNCE at
+# N 65,536, and NCE_CUDA_PROFILE's counts and per-kernel times for the loss and two steps. Made for a lent GPU machine that has the CUDA toolkit and
 # PyTorch but none of Debian's -dev packages: it runs the binaries of a bundle made here by
 # benchmarks/gpu/make_bundle.sh.
 #
 #     bash benchmarks/gpu/run_checks.sh [.device/bundle.tar.xz] [out-dir]
 #
-# Writes machine.txt, parity.log, gpu_bench.jsonl, precision.log and performance.json into
+# Writes machine.txt, parity.log, gpu_bench.jsonl, infonce_65536.jsonl and profile_*.log into
 # out-dir (default: $OUT, else gpu-checks/) and prints a summary last.
 set -uo pipefail
 
@@ -57,10 +57,18 @@ done
 bench step --model sig_predictor --batch 64 --seq 64
 bench step --model text_encoder --batch 32 --seq 32
 
-say "3. GEMM precision on two CPU cores (issue 20's item 6)"
-pin=(); command -v taskset >/dev/null && pin=(taskset -c 0,1)
-OMP_NUM_THREADS=2 timeout 400 "${pin[@]}" "$python" benchmarks/run_performance.py --precision-only --build "$nce_root" \
-    --threads 2 --python "$python" --out "$out" 2>&1 | tee "$out/precision.log" | tail -n 25
+say "3. nce alone: infonce N 65536, d 384, in blocks of 4096 rows (device memory held: device_peak_mib)"
+timeout 120 "$nce" bench loss infonce --n 65536 --d 384 --block-rows 4096 --device cuda --reps 3 --warmup 1 2>&1 \
+    | tee "$out/infonce_65536.jsonl" | grep '^{' | cut -c1-400
+
+say "4. where the time goes (NCE_CUDA_PROFILE=1: launch, copy and read-back counts, per-kernel times)"
+NCE_CUDA_PROFILE=1 timeout 60 "$nce" bench loss infonce --n 4096 --d 384 --device cuda --reps 1 --warmup 1 \
+    >"$out/profile_infonce.log" 2>&1
+NCE_CUDA_PROFILE=1 timeout 60 "$nce" bench step --model text_encoder --batch 32 --seq 32 --device cuda --reps 1 --warmup 1 \
+    >"$out/profile_text_encoder.log" 2>&1
+NCE_CUDA_PROFILE=1 timeout 60 "$nce" bench step --model sig_predictor --batch 64 --seq 64 --device cuda --reps 1 --warmup 1 \
+    >"$out/profile_sig_predictor.log" 2>&1
+for f in "$out"/profile_*.log; do echo "== $f"; grep 'cuda profile' "$f" | head -n 14; done
 
 say "summary"
 "$python" - "$out/gpu_bench.jsonl" <<'PY'

@@ -50,6 +50,8 @@ void* CpuBackend::allocate(std::size_t bytes) { return CachingAllocator::host().
 
 void CpuBackend::release(void* pointer, std::size_t bytes) { CachingAllocator::host().release(pointer, bytes); }
 
+AllocatorStats CpuBackend::memory_stats() const { return CachingAllocator::host().stats(); }
+
 namespace {
 
 template <typename From, typename To>

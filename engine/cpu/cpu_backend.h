@@ -12,6 +12,7 @@ public:
     Device device() const override { return Device::CPU; }
     void* allocate(std::size_t bytes) override;
     void release(void* pointer, std::size_t bytes) override;
+    AllocatorStats memory_stats() const override;
     void copy(const Tensor& src, Tensor& dst) override;
     void fill(Tensor& out, double value) override;
     void unary(UnaryOp op, const Tensor& x, Tensor& out) override;
@@ -29,12 +30,17 @@ public:
     void gather_last_axis(const Tensor& x, const Tensor& targets, Tensor& out) override;
     void scatter_add_last_axis(const Tensor& values, const Tensor& targets, Tensor& dx) override;
     void keep_where(const Tensor& x, const Tensor& keep, double fill, Tensor& out) override;
+    void check_rows_nonzero(const Tensor& x, const std::string& message) override;
     void softmax_last_axis(const Tensor& x, Tensor& out, bool log) override;
     void softmax_last_axis_backward(const Tensor& y, const Tensor& dy, Tensor& dx, bool log) override;
+    void cross_entropy_rows(Tensor& logits, int64_t target_start, double scale, Tensor& row_loss) override;
     void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, Tensor& y, Tensor& mean,
                     Tensor& rstd) override;
     void layer_norm_backward(const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& rstd,
                              const Tensor& dy, Tensor& dx, Tensor& dweight, Tensor& dbias) override;
+    void adam_step(const AdamStep& step, const Tensor& parameter, const Tensor& grad, const Tensor& exp_avg,
+                   const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq, Tensor& parameter_out, Tensor& exp_avg_out,
+                   Tensor& exp_avg_sq_out, Tensor& max_exp_avg_sq_out) override;
     void random(Distribution distribution, uint64_t seed, uint64_t offset, double a, double b, Tensor& out) override;
     void dropout(const Tensor& x, uint64_t seed, uint64_t offset, double keep, Tensor& out) override;
     void relu_dropout(const Tensor& x, uint64_t seed, uint64_t offset, double keep, Tensor& out) override;

@@ -237,4 +237,27 @@ void CpuBackend::keep_where(const Tensor& x, const Tensor& keep, double fill, Te
     });
 }
 
+namespace {
+
+// The first row of x [rows, columns] with no nonzero entry, or -1.
+template <typename T>
+int64_t first_empty_row(const T* x, int64_t rows, int64_t columns) {
+    for (int64_t r = 0; r < rows; ++r) {
+        bool any = false;
+        for (int64_t c = 0; c < columns && !any; ++c) any = x[r * columns + c] != T(0);
+        if (!any) return r;
+    }
+    return -1;
+}
+
+}  // namespace
+
+void CpuBackend::check_rows_nonzero(const Tensor& x, const std::string& message) {
+    const int64_t columns = x.rank() == 0 ? 1 : x.size(-1), rows = columns == 0 ? 0 : x.numel() / columns;
+    const int64_t empty = x.dtype() == Dtype::Int64     ? first_empty_row(x.data<int64_t>(), rows, columns)
+                          : x.dtype() == Dtype::Float32 ? first_empty_row(x.data<float>(), rows, columns)
+                                                        : first_empty_row(x.data<double>(), rows, columns);
+    NCE_CHECK(empty < 0, "{}", fmt::format(fmt::runtime(message), empty));
+}
+
 }  // namespace nce::cpu

@@ -60,4 +60,29 @@ void CpuBackend::softmax_last_axis_backward(const Tensor& y, const Tensor& dy, T
     });
 }
 
+// Row r against target t = target_start + r (the InfoNCE sweep's row step):
+//   loss_r = m + log s - l_rt,   m = max_j l_rj,  s = sum_j exp(l_rj - m)
+//   l_rj <- scale · (exp(l_rj - m) / s - [j = t])
+void CpuBackend::cross_entropy_rows(Tensor& logits, int64_t target_start, double scale, Tensor& row_loss) {
+    dispatch_floating(logits.dtype(), "cross_entropy_rows", [&](auto zero) {
+        using T = decltype(zero);
+        using Row = Eigen::Array<T, Eigen::Dynamic, 1>;
+        const int64_t rows = logits.size(0), columns = logits.size(1);
+        T* values = logits.data<T>();
+        T* losses = row_loss.data<T>();
+        parallel_for(rows, row_grain(columns), [&](int64_t begin, int64_t end) {
+            for (int64_t r = begin; r < end; ++r) {
+                Eigen::Map<Row> row(values + r * columns, columns);
+                const int64_t target = target_start + r;
+                const T positive = row[target], shift = row.maxCoeff();
+                row = exact_exp(row - shift);
+                const double total = double(row.sum());
+                losses[r] = T(double(shift) + std::log(total) - double(positive));
+                row *= T(scale / total);
+                row[target] -= T(scale);
+            }
+        });
+    });
+}
+
 }  // namespace nce::cpu

@@ -37,6 +37,7 @@ public:
     Device device() const override { return Device::CUDA; }
     void* allocate(std::size_t bytes) override;
     void release(void* pointer, std::size_t bytes) override;
+    AllocatorStats memory_stats() const override;
     void copy(const Tensor& src, Tensor& dst) override;
     void fill(Tensor& out, double value) override;
     void unary(UnaryOp op, const Tensor& x, Tensor& out) override;
@@ -54,12 +55,17 @@ public:
     void gather_last_axis(const Tensor& x, const Tensor& targets, Tensor& out) override;
     void scatter_add_last_axis(const Tensor& values, const Tensor& targets, Tensor& dx) override;
     void keep_where(const Tensor& x, const Tensor& keep, double fill, Tensor& out) override;
+    void check_rows_nonzero(const Tensor& x, const std::string& message) override;
     void softmax_last_axis(const Tensor& x, Tensor& out, bool log) override;
     void softmax_last_axis_backward(const Tensor& y, const Tensor& dy, Tensor& dx, bool log) override;
+    void cross_entropy_rows(Tensor& logits, int64_t target_start, double scale, Tensor& row_loss) override;
     void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, Tensor& y, Tensor& mean,
                     Tensor& rstd) override;
     void layer_norm_backward(const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& rstd,
                              const Tensor& dy, Tensor& dx, Tensor& dweight, Tensor& dbias) override;
+    void adam_step(const AdamStep& step, const Tensor& parameter, const Tensor& grad, const Tensor& exp_avg,
+                   const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq, Tensor& parameter_out, Tensor& exp_avg_out,
+                   Tensor& exp_avg_sq_out, Tensor& max_exp_avg_sq_out) override;
     void random(Distribution distribution, uint64_t seed, uint64_t offset, double a, double b, Tensor& out) override;
     void dropout(const Tensor& x, uint64_t seed, uint64_t offset, double keep, Tensor& out) override;
     void relu_dropout(const Tensor& x, uint64_t seed, uint64_t offset, double keep, Tensor& out) override;
@@ -69,6 +75,10 @@ public:
     void packed_attention_backward(const Tensor& qkv, const Tensor& probabilities, const Tensor& dout,
                                    const PackedAttention& attention, Tensor& dqkv) override;
 };
+
+// check_rows_nonzero's messages wait on the host until the next read-back looks at the
+// kernels' error record (device_errors.h): this keeps one and returns its number.
+int64_t remember_row_check(const std::string& message);
 
 // Registers the CUDA backend for Device::CUDA when a device can be used, and returns true;
 // otherwise marks Device::CUDA unavailable with the reason (backend_for's error then says

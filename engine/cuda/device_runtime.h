@@ -5,7 +5,11 @@
 #include <cstddef>
 #include <string>
 
+#include "engine/cuda/device_errors.h"
+
 namespace nce::cuda::runtime {
+
+using cuda::DeviceErrorRecord;
 
 // Fresh device memory (cudaMalloc; never managed memory), nullptr when out of memory.
 void* allocate(std::size_t bytes);
@@ -14,6 +18,11 @@ void release(void* pointer);
 enum class CopyKind { HostToDevice, DeviceToHost, DeviceToDevice };
 // Copies `bytes` and returns when they are in place (after every kernel launched before).
 void copy(void* dst, const void* src, std::size_t bytes, CopyKind kind);
+
+// The kernels' error record (device_errors.h), as a pointer kernels write through, and the
+// host's read of it, which clears it. The record is read only after a wait on the device.
+DeviceErrorRecord* error_record();
+DeviceErrorRecord take_error_record();
 
 // Empty when a device can be used; otherwise one line saying why not.
 std::string unavailable_reason();

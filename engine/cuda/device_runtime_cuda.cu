@@ -29,6 +29,47 @@ void copy(void* dst, const void* src, std::size_t bytes, CopyKind kind) {
     NCE_CHECK(status == cudaSuccess, "cuda: copying {} bytes failed: {}", bytes, cudaGetErrorString(status));
 }
 
+namespace {
+
+// The record in pinned host memory mapped into the device's address space: kernels write it,
+// the host reads it after a wait, no copy either way. Made on first use.
+struct MappedRecord {
+    DeviceErrorRecord* host = nullptr;
+    DeviceErrorRecord* device = nullptr;
+};
+
+MappedRecord& mapped_record() {
+    static MappedRecord record = [] {
+        MappedRecord made;
+        void* host = nullptr;
+        cudaError_t status = cudaHostAlloc(&host, sizeof(DeviceErrorRecord), cudaHostAllocMapped);
+        NCE_CHECK(status == cudaSuccess, "cuda: cannot allocate the kernels' error record: {}", cudaGetErrorString(status));
+        made.host = static_cast<DeviceErrorRecord*>(host);
+        *made.host = DeviceErrorRecord{};
+        void* device = nullptr;
+        status = cudaHostGetDevicePointer(&device, host, 0);
+        NCE_CHECK(status == cudaSuccess, "cuda: cannot map the kernels' error record: {}", cudaGetErrorString(status));
+        made.device = static_cast<DeviceErrorRecord*>(device);
+        return made;
+    }();
+    return record;
+}
+
+}  // namespace
+
+DeviceErrorRecord* error_record() { return mapped_record().device; }
+
+DeviceErrorRecord take_error_record() {
+    volatile DeviceErrorRecord* host = mapped_record().host;
+    DeviceErrorRecord taken{host->op, host->index, host->limit};
+    if (taken.op != 0) {
+        host->op = 0;
+        host->index = 0;
+        host->limit = 0;
+    }
+    return taken;
+}
+
 std::string unavailable_reason() {
     int devices = 0;
     const cudaError_t status = cudaGetDeviceCount(&devices);

@@ -19,6 +19,18 @@ void copy(void* dst, const void* src, std::size_t bytes, CopyKind) {
     if (bytes > 0) std::memcpy(dst, src, bytes);
 }
 
+namespace {
+DeviceErrorRecord record{};
+}  // namespace
+
+DeviceErrorRecord* error_record() { return &record; }
+
+DeviceErrorRecord take_error_record() {
+    const DeviceErrorRecord taken = record;
+    record = DeviceErrorRecord{};
+    return taken;
+}
+
 std::string unavailable_reason() { return {}; }
 
 const char* build_kind() { return "host-run"; }

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "engine/cuda/cuda_backend.h"
+#include "engine/cuda/device_runtime.h"
 #include "engine/cuda/device_tensor.h"
 #include "engine/cuda/elementwise_kernels.h"
 #include "engine/cuda/launch.h"
@@ -65,6 +66,16 @@ void CudaBackend::keep_where(const Tensor& x, const Tensor& keep, double fill, T
         using T = decltype(zero);
         launch(out.numel(), KeepWhereBody<T>{device_data<T>(x, "keep_where"), device_data<T>(keep, "keep_where"),
                                              static_cast<T>(fill), device_data<T>(out, "keep_where"), layout});
+    });
+}
+
+void CudaBackend::check_rows_nonzero(const Tensor& x, const std::string& message) {
+    const int64_t columns = x.rank() == 0 ? 1 : x.size(-1), rows = columns == 0 ? 0 : x.numel() / columns;
+    const int64_t check = remember_row_check(message);
+    dispatch_any(x.dtype(), [&](auto zero) {
+        using T = decltype(zero);
+        launch_rows(rows, NonzeroRowBody<T>{device_data<T>(x, "check_rows_nonzero"), columns, check,
+                                            runtime::error_record()});
     });
 }
 

@@ -5,7 +5,9 @@
 
 #include "engine/backend.h"
 #include "engine/cuda/device_math.h"
+#include "engine/cuda/device_errors.h"
 #include "engine/cuda/host_device.h"
+#include "engine/cuda/warp.h"
 
 namespace nce::cuda {
 
@@ -129,6 +131,26 @@ struct KeepWhereBody {
             rest /= layout.sizes[axis];
         }
         out[i] = keep[keep_offset] != T(0) ? x[i] : fill;
+    }
+};
+
+// Row r of x [rows, columns] has a nonzero entry; else the row is recorded (device_errors.h)
+// with `check`, the host's number for the message that names it. One warp per row.
+template <typename T>
+struct NonzeroRowBody {
+    const T* x;
+    int64_t columns, check;
+    DeviceErrorRecord* errors;
+    NCE_HOST_DEVICE void operator()(int64_t r, const Warp& warp) const {
+        const T* row = x + r * columns;
+        const int64_t nonzero = warp.sum<int64_t>([&](int lane) {
+            int64_t count = 0;
+            for (int64_t c = lane; c < columns; c += kWarpSize) count += row[c] != T(0) ? 1 : 0;
+            return count;
+        });
+        warp.each([&](int lane) {
+            if (lane == 0 && nonzero == 0) record_bad_index(errors, DeviceErrorOp::EmptyRow, r, check);
+        });
     }
 };
 

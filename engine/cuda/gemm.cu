@@ -5,6 +5,7 @@
 #include "engine/cuda/device_tensor.h"
 #include "engine/cuda/launch.h"
 #include "engine/cuda/memory_kernels.h"
+#include "engine/cuda/profile.h"
 
 namespace nce::cuda {
 
@@ -27,6 +28,7 @@ void CudaBackend::gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, Tenso
             launch(out.numel(), ScaleBody<T>{out_data, static_cast<T>(beta)});
             return;
         }
+        profile::count_gemm();
         run_gemm_plan<T>(plan_gemm(shape), static_cast<T>(alpha), b_data, a_data, static_cast<T>(beta), out_data);
     });
 }

@@ -1,7 +1,15 @@
-// The GPU launcher: a 1-D grid of 256-thread blocks, each thread striding over the elements
-// (so any n fits in a bounded grid), on the default stream; a failed launch throws.
+// The GPU launchers, on the default stream; a failed launch throws.
+//   launch(n, body)        a 1-D grid of 256-thread blocks, each thread striding over the elements
+//   launch_rows(n, body)   the same grid, one warp (32 threads) per row (warp.h)
+// With NCE_CUDA_PROFILE set, each launch is timed with CUDA events (profile.h).
 #pragma once
+#include <cuda_runtime.h>
+
 #include <cstdint>
+#include <typeinfo>
+
+#include "engine/cuda/profile.h"
+#include "engine/cuda/warp.h"
 
 namespace nce::cuda {
 
@@ -14,13 +22,58 @@ __global__ void run_elements(int64_t n, Body body) {
     for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) body(i);
 }
 
+// Every lane of a warp takes the same rows, so the warp's shuffles always have all 32 lanes.
+template <typename Body>
+__global__ void run_rows(int64_t rows, Body body) {
+    const int64_t warps_in_grid = static_cast<int64_t>(gridDim.x) * (blockDim.x / kWarpSize);
+    const Warp warp{static_cast<int>(threadIdx.x % kWarpSize)};
+    for (int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarpSize; row < rows;
+         row += warps_in_grid)
+        body(row, warp);
+}
+
+constexpr int64_t kThreads = 256, kMaxBlocks = int64_t{1} << 16;
+
+inline unsigned blocks_for(int64_t threads) {
+    const int64_t blocks = (threads + kThreads - 1) / kThreads;
+    return static_cast<unsigned>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
+}
+
+// Runs `start_kernel` (which launches), counting it and, when profiling, timing it.
+template <typename Body, typename Start>
+void timed_launch(const Start& start_kernel) {
+    profile::count_launch();
+    if (!profile::enabled()) {
+        start_kernel();
+        check_last_launch();
+        return;
+    }
+    cudaEvent_t before, after;
+    cudaEventCreate(&before);
+    cudaEventCreate(&after);
+    cudaEventRecord(before);
+    start_kernel();
+    cudaEventRecord(after);
+    check_last_launch();
+    cudaEventSynchronize(after);
+    float milliseconds = 0;
+    cudaEventElapsedTime(&milliseconds, before, after);
+    cudaEventDestroy(before);
+    cudaEventDestroy(after);
+    profile::add_kernel_time(typeid(Body).name(), milliseconds);
+}
+
 template <typename Body>
 void launch(int64_t n, const Body& body) {
     if (n <= 0) return;
-    constexpr int64_t kThreads = 256, kMaxBlocks = int64_t{1} << 16;
-    const int64_t blocks = (n + kThreads - 1) / kThreads < kMaxBlocks ? (n + kThreads - 1) / kThreads : kMaxBlocks;
-    run_elements<<<static_cast<unsigned>(blocks), static_cast<unsigned>(kThreads)>>>(n, body);
-    check_last_launch();
+    timed_launch<Body>([&] { run_elements<<<blocks_for(n), static_cast<unsigned>(kThreads)>>>(n, body); });
+}
+
+template <typename Body>
+void launch_rows(int64_t rows, const Body& body) {
+    if (rows <= 0) return;
+    timed_launch<Body>(
+        [&] { run_rows<<<blocks_for(rows * kWarpSize), static_cast<unsigned>(kThreads)>>>(rows, body); });
 }
 
 }  // namespace nce::cuda

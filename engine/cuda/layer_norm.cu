@@ -12,14 +12,14 @@ void CudaBackend::layer_norm(const Tensor& x, const Tensor& weight, const Tensor
     dispatch_floating(x.dtype(), "layer_norm", [&](auto zero) {
         using T = decltype(zero);
         const int64_t width = x.size(-1), rows = width == 0 ? 0 : x.numel() / width;
-        launch(rows, LayerNormRowBody<T>{device_data<T>(x, "layer_norm"), device_data<T>(weight, "layer_norm"),
+        launch_rows(rows, LayerNormRowBody<T>{device_data<T>(x, "layer_norm"), device_data<T>(weight, "layer_norm"),
                                          device_data<T>(bias, "layer_norm"), static_cast<T>(eps),
                                          device_data<T>(y, "layer_norm"), device_data<T>(mean, "layer_norm"),
                                          device_data<T>(rstd, "layer_norm"), width});
     });
 }
 
-// dx [rows, width] one row per thread; dweight, dbias [width] one column per thread.
+// dx [rows, width] one warp per row; dweight, dbias [width] one column per thread.
 void CudaBackend::layer_norm_backward(const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& rstd,
                                       const Tensor& dy, Tensor& dx, Tensor& dweight, Tensor& dbias) {
     dispatch_floating(x.dtype(), "layer_norm backward", [&](auto zero) {
@@ -30,7 +30,7 @@ void CudaBackend::layer_norm_backward(const Tensor& x, const Tensor& weight, con
         const T* mean_data = device_data<T>(mean, op);
         const T* rstd_data = device_data<T>(rstd, op);
         const T* dy_data = device_data<T>(dy, op);
-        launch(rows, LayerNormInputGradientBody<T>{x_data, device_data<T>(weight, op), mean_data, rstd_data, dy_data,
+        launch_rows(rows, LayerNormInputGradientBody<T>{x_data, device_data<T>(weight, op), mean_data, rstd_data, dy_data,
                                                    device_data<T>(dx, op), width});
         launch(width, LayerNormParameterGradientBody<T>{x_data, mean_data, rstd_data, dy_data,
                                                         device_data<T>(dweight, op), device_data<T>(dbias, op), rows,

@@ -1,16 +1,17 @@
 // Bodies of layer normalisation over the last axis of x [rows, width]: the forward and the
-// input gradient one row per thread, the parameter gradients one column per thread summing
-// the rows in order. The CPU backend's formulas (engine/cpu/layer_norm.cpp), term for term.
+// input gradient one warp per row (warp.h), the parameter gradients one column per thread
+// summing the rows in order. The CPU backend's formulas (engine/cpu/layer_norm.cpp), term for term.
 #pragma once
 #include <cstdint>
 
 #include "engine/cuda/device_math.h"
 #include "engine/cuda/host_device.h"
+#include "engine/cuda/warp.h"
 
 namespace nce::cuda {
 
 // mean = (1/D) sum x, var = (1/D) sum (x - mean)^2, rstd = 1 / sqrt(var + eps),
-// y = (x - mean) · rstd · weight + bias.
+// y = (x - mean) · rstd · weight + bias. One warp per row (warp.h).
 template <typename T>
 struct LayerNormRowBody {
     const T* x;
@@ -21,22 +22,32 @@ struct LayerNormRowBody {
     T* mean;
     T* rstd;
     int64_t width;
-    NCE_HOST_DEVICE void operator()(int64_t r) const {
+    NCE_HOST_DEVICE void operator()(int64_t r, const Warp& warp) const {
         const T* in = x + r * width;
         T* out = y + r * width;
-        T total = 0;
-        for (int64_t c = 0; c < width; ++c) total += in[c];
+        const T total = warp.sum<T>([&](int lane) {
+            T part = 0;
+            for (int64_t c = lane; c < width; c += kWarpSize) part += in[c];
+            return part;
+        });
         const T mu = total / T(width);
-        T squares = 0;
-        for (int64_t c = 0; c < width; ++c) squares += (in[c] - mu) * (in[c] - mu);
+        const T squares = warp.sum<T>([&](int lane) {
+            T part = 0;
+            for (int64_t c = lane; c < width; c += kWarpSize) part += (in[c] - mu) * (in[c] - mu);
+            return part;
+        });
         const T inv = T(1) / math::sqrt(squares / T(width) + eps);
-        for (int64_t c = 0; c < width; ++c) out[c] = (in[c] - mu) * inv * weight[c] + bias[c];
-        mean[r] = mu;
-        rstd[r] = inv;
+        warp.each([&](int lane) {
+            for (int64_t c = lane; c < width; c += kWarpSize) out[c] = (in[c] - mu) * inv * weight[c] + bias[c];
+            if (lane == 0) {
+                mean[r] = mu;
+                rstd[r] = inv;
+            }
+        });
     }
 };
 
-// With g = dy · weight and xhat = (x - mean) · rstd, per row:
+// With g = dy · weight and xhat = (x - mean) · rstd, per row (one warp):
 //   dx = rstd · (g - mean(g) - xhat · mean(g · xhat))
 template <typename T>
 struct LayerNormInputGradientBody {
@@ -47,21 +58,28 @@ struct LayerNormInputGradientBody {
     const T* dy;
     T* dx;
     int64_t width;
-    NCE_HOST_DEVICE void operator()(int64_t r) const {
+    NCE_HOST_DEVICE void operator()(int64_t r, const Warp& warp) const {
         const T* in = x + r * width;
         const T* g_out = dy + r * width;
         T* d = dx + r * width;
-        T g_total = 0, g_xhat_total = 0;
-        for (int64_t c = 0; c < width; ++c) {
-            const T g = g_out[c] * weight[c];
-            g_total += g;
-            g_xhat_total += g * ((in[c] - mean[r]) * rstd[r]);
-        }
+        const T mu = mean[r], inv = rstd[r];
+        const T g_total = warp.sum<T>([&](int lane) {
+            T part = 0;
+            for (int64_t c = lane; c < width; c += kWarpSize) part += g_out[c] * weight[c];
+            return part;
+        });
+        const T g_xhat_total = warp.sum<T>([&](int lane) {
+            T part = 0;
+            for (int64_t c = lane; c < width; c += kWarpSize) part += g_out[c] * weight[c] * ((in[c] - mu) * inv);
+            return part;
+        });
         const T g_mean = g_total / T(width), g_xhat_mean = g_xhat_total / T(width);
-        for (int64_t c = 0; c < width; ++c) {
-            const T xhat = (in[c] - mean[r]) * rstd[r];
-            d[c] = rstd[r] * (g_out[c] * weight[c] - g_mean - xhat * g_xhat_mean);
-        }
+        warp.each([&](int lane) {
+            for (int64_t c = lane; c < width; c += kWarpSize) {
+                const T xhat = (in[c] - mu) * inv;
+                d[c] = inv * (g_out[c] * weight[c] - g_mean - xhat * g_xhat_mean);
+            }
+        });
     }
 };
 

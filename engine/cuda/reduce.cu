@@ -1,6 +1,6 @@
-// Reductions along one axis, and sum-to-shape (the backward of broadcasting). Each output
-// element is reduced by one thread in the CPU backend's order, so results match it exactly
-// and never depend on the launch configuration.
+// Reductions along one axis, and sum-to-shape (the backward of broadcasting). A sum over the
+// last axis is a warp's per output, in the warp's fixed order (warp.h); any other reduction
+// one thread per output in the CPU backend's order. No result depends on the launch.
 #include "engine/cuda/cuda_backend.h"
 #include "engine/cuda/device_tensor.h"
 #include "engine/cuda/launch.h"
@@ -10,7 +10,8 @@
 namespace nce::cuda {
 namespace {
 
-// The CPU backend's block for one long sum (engine/cpu/reduce.cpp).
+// One long sum is cut into blocks of this many elements, a warp each, so it keeps more
+// than one warp busy.
 constexpr int64_t kBlock = 8192;
 
 }  // namespace
@@ -30,12 +31,16 @@ void CudaBackend::reduce(ReduceOp op, const Tensor& x, int64_t axis, Tensor& out
             launch(outer * inner, MaxBody<T>{x_data, out_data, index_data, n, inner});
             return;
         }
-        if (outer == 1 && inner == 1 && n > kBlock) {
+        if (inner == 1 && outer == 1 && n > kBlock) {  // one long sum: blocks of kBlock by warps, then their sums
             const int64_t blocks = (n + kBlock - 1) / kBlock;
             Tensor partial = Tensor::empty({blocks}, x.dtype(), Device::CUDA);
             T* partial_data = device_data<T>(partial, "reduce");
-            launch(blocks, BlockSumBody<T>{x_data, partial_data, n, kBlock});
-            launch(1, SumBody<T>{partial_data, out_data, blocks, 1});
+            launch_rows(blocks, SumRowBody<T>{x_data, partial_data, kBlock, n});
+            launch_rows(1, SumRowBody<T>{partial_data, out_data, blocks, blocks});
+            return;
+        }
+        if (inner == 1) {
+            launch_rows(outer, SumRowBody<T>{x_data, out_data, n, outer * n});
             return;
         }
         launch(outer * inner, SumBody<T>{x_data, out_data, n, inner});

@@ -1,11 +1,12 @@
-// Per-output bodies of the reductions. x is viewed as [outer, n, inner]; output element j
-// (o = j / inner, c = j % inner) reduces x[o, 0..n, c] in order k = 0, 1, ..., as the CPU
-// backend does, so each sum adds the same numbers in the same order.
+// Bodies of the reductions. x is viewed as [outer, n, inner]. Over the last axis (inner 1) a
+// sum is one warp's per output (SumRowBody); otherwise output element j (o = j / inner,
+// c = j % inner) reduces x[o, 0..n, c] in order k = 0, 1, ..., one thread each.
 #pragma once
 #include <cstdint>
 
 #include "engine/cuda/device_math.h"
 #include "engine/cuda/host_device.h"
+#include "engine/cuda/warp.h"
 
 namespace nce::cuda {
 
@@ -19,6 +20,28 @@ struct SumBody {
         T total = 0;
         for (int64_t k = 0; k < n; ++k) total += first[k * inner];
         out[j] = total;
+    }
+};
+
+// The sum of row r of x [rows, n] (a reduction over the last axis), by one warp: lane l adds
+// x[r, l], x[r, l + 32], ... and the butterfly adds the lanes (warp.h). x holds `count`
+// elements; the last row may be shorter than n (a long sum cut into blocks of n).
+template <typename T>
+struct SumRowBody {
+    const T* x;
+    T* out;
+    int64_t n, count;
+    NCE_HOST_DEVICE void operator()(int64_t r, const Warp& warp) const {
+        const T* row = x + r * n;
+        const int64_t length = count - r * n < n ? count - r * n : n;
+        const T total = warp.sum<T>([&](int lane) {
+            T part = 0;
+            for (int64_t k = lane; k < length; k += kWarpSize) part += row[k];
+            return part;
+        });
+        warp.each([&](int lane) {
+            if (lane == 0) out[r] = total;
+        });
     }
 };
 
@@ -43,21 +66,6 @@ struct MaxBody {
         }
         out[j] = best;
         if (indices) indices[j] = best_index;
-    }
-};
-
-// One long sum in two passes: block b sums x[b·block .. (b+1)·block) into partial[b]; then
-// one thread adds the partials in order (the CPU backend's blocks and order, so the same bits).
-template <typename T>
-struct BlockSumBody {
-    const T* x;
-    T* partial;
-    int64_t n, block;
-    NCE_HOST_DEVICE void operator()(int64_t b) const {
-        const int64_t end = (b + 1) * block < n ? (b + 1) * block : n;
-        T total = 0;
-        for (int64_t k = b * block; k < end; ++k) total += x[k];
-        partial[b] = total;
     }
 };
 

@@ -1,4 +1,5 @@
-// Softmax and log-softmax over the last axis, and their backward: one thread per row.
+// Softmax and log-softmax over the last axis, their backward, and the cross-entropy rows of
+// the InfoNCE sweep: one warp per row (warp.h).
 #include <cmath>
 #include <limits>
 
@@ -26,7 +27,7 @@ void CudaBackend::softmax_last_axis(const Tensor& x, Tensor& out, bool log) {
     dispatch_floating(x.dtype(), "softmax", [&](auto zero) {
         using T = decltype(zero);
         const Rows shape = rows_of(x);
-        launch(shape.rows, SoftmaxRowBody<T>{device_data<T>(x, "softmax"), device_data<T>(out, "softmax"),
+        launch_rows(shape.rows, SoftmaxRowBody<T>{device_data<T>(x, "softmax"), device_data<T>(out, "softmax"),
                                              shape.columns, log, std::log(std::numeric_limits<T>::min())});
     });
 }
@@ -35,10 +36,20 @@ void CudaBackend::softmax_last_axis_backward(const Tensor& y, const Tensor& dy, 
     dispatch_floating(y.dtype(), "softmax backward", [&](auto zero) {
         using T = decltype(zero);
         const Rows shape = rows_of(y);
-        launch(shape.rows, SoftmaxBackwardRowBody<T>{device_data<T>(y, "softmax backward"),
+        launch_rows(shape.rows, SoftmaxBackwardRowBody<T>{device_data<T>(y, "softmax backward"),
                                                      device_data<T>(dy, "softmax backward"),
                                                      device_data<T>(dx, "softmax backward"), shape.columns, log,
                                                      std::log(std::numeric_limits<T>::min())});
+    });
+}
+
+void CudaBackend::cross_entropy_rows(Tensor& logits, int64_t target_start, double scale, Tensor& row_loss) {
+    dispatch_floating(logits.dtype(), "cross_entropy_rows", [&](auto zero) {
+        using T = decltype(zero);
+        const char* op = "cross_entropy_rows";
+        launch_rows(logits.size(0), CrossEntropyRowBody<T>{device_data<T>(logits, op), device_data<T>(row_loss, op),
+                                                           logits.size(1), target_start, scale,
+                                                           std::log(std::numeric_limits<T>::min())});
     });
 }
 

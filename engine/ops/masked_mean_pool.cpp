@@ -28,12 +28,9 @@ Var masked_mean_pool(const Var& x, const Tensor& mask) {
     Tensor is_token = keep_where(full_like(mask_in_x_dtype, 1.0), mask_in_x_dtype, 0.0);  // [B, T]
     Tensor count = sum(is_token, 1, true);                                                  // [B, 1]
 
-    std::vector<double> counts = count.to(Device::CPU).to_vector();
-    for (int64_t b = 0; b < batch; ++b)
-        NCE_CHECK(counts[static_cast<size_t>(b)] > 0,
-                  "masked_mean_pool: row {} of mask {} has no valid token; every row needs at least one token "
-                  "(a nonzero mask entry)",
-                  b, shape_string(mask.shape()));
+    backend_for(is_token.device()).check_rows_nonzero(is_token, "masked_mean_pool: row {} of mask " + shape_string(mask.shape()) +
+                                                          " has no valid token; every row needs at least one token "
+                                                          "(a nonzero mask entry)");
 
     Tensor weight = is_token / count;  // [B, T]
     // Padding is selected away, not multiplied by 0: a NaN or inf there must not leak into y.

@@ -51,15 +51,9 @@ Var packed_attention(const Var& qkv, const Tensor& key_padding_mask, int64_t hea
                   "packed_attention: key_padding_mask {} must be [B, T] = [{}, {}] (nonzero = real token)",
                   shape_string(key_padding_mask.shape()), batch, tokens);
         key_mask = key_padding_mask.to(packed.dtype()).to(packed.device());
-        std::vector<double> real = key_mask.to(Device::CPU).to_vector();
-        for (int64_t b = 0; b < batch; ++b) {
-            bool any = false;
-            for (int64_t t = 0; t < tokens; ++t) any = any || real[static_cast<size_t>(b * tokens + t)] != 0;
-            NCE_CHECK(any,
-                      "packed_attention: row {} of key_padding_mask {} has no real token; every row needs at least "
-                      "one nonzero entry",
-                      b, shape_string(key_padding_mask.shape()));
-        }
+        backend_for(key_mask.device()).check_rows_nonzero(
+            key_mask, "packed_attention: row {} of key_padding_mask " + shape_string(key_padding_mask.shape()) +
+                          " has no real token; every row needs at least one nonzero entry");
     }
 
     PackedAttention attention;
