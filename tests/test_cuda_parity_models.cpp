@@ -1,6 +1,6 @@
 // The CUDA backend against the CPU backend one level up: every loss of the registry (its
 // value and the gradients of its differentiable inputs; the fused InfoNCE family takes its
-// reference path off the CPU), the nn modules forward and backward with dropout on, a
+// device sweep off the CPU, losses/infonce_rows.h), the nn modules forward and backward with dropout on, a
 // sig_predictor trained 20 AdamW steps on each device, whose losses must follow each other,
 // and a text_encoder trained and pretrained by the retrieval apps' own loops on each device.
 #include <doctest/doctest.h>
@@ -160,7 +160,7 @@ TEST_CASE("cuda parity: every loss of the registry that runs on the device, valu
                 check_close(cuda[k], cpu[k], loss.name + ": gradient " + std::to_string(k));
         }
     }
-    // Every loss computes on its inputs' device (the InfoNCE family through its reference path):
+    // Every loss computes on its inputs' device (the InfoNCE family through its device sweep):
     // one that falls back to the host fails here, by name.
     CHECK_MESSAGE(host_only.empty(), "losses that still read tensors on the host (not run on the device): "
                                          << fmt::format("{}", fmt::join(host_only, ", ")));

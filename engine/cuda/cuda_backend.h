@@ -10,18 +10,21 @@
 //   * Each kernel's per-element body is written once, in a *_kernels.h header, as a struct
 //     with an NCE_HOST_DEVICE call operator (host_device.h).
 //
-// ADDING A KERNEL (part 2: the ones in pending_kernels.cu):
+// ADDING A KERNEL:
 //   1. Write its body in a *_kernels.h header (e.g. softmax_kernels.h): a struct holding
 //      raw pointers and sizes by value, `NCE_HOST_DEVICE void operator()(int64_t i) const`
-//      doing the work of element (or row) i and writing only what i owns. Math through
-//      device_math.h (math::exp, ...), never std::; no exceptions, no allocation in a body.
+//      doing the work of element i and writing only what i owns, or for a row,
+//      `operator()(int64_t r, const Warp& warp) const` (warp.h). Math through device_math.h
+//      (math::exp, ...), never std::; no exceptions, no allocation in a body; a bad index is
+//      recorded (device_errors.h), never thrown.
 //   2. Write the member function in a .cu file of this folder (one family per file; new
 //      files go in engine/cuda/meson.build's cuda_backend_sources, which both builds use):
 //      check shapes and dtypes on the host (NCE_CHECK), take pointers with device_data<T>
 //      (device_tensor.h; it refuses a tensor that is not on the CUDA device), and call
-//      launch(count, Body{...}) (launch.h). Use no CUDA API here: only the three pieces do.
-//   3. Remove its stub from pending_kernels.cu and add its cases to
-//      tests/test_cuda_parity.cpp (forward and backward against the CPU backend).
+//      launch(count, Body{...}) or launch_rows(rows, Body{...}) (launch.h). Use no CUDA API
+//      here: only the three pieces do.
+//   3. Add its cases to tests/test_cuda_parity.cpp (forward and backward against the CPU
+//      backend), and its launches to tests/test_cuda_launch_counts.cpp where a step uses it.
 //   Check both builds: `meson test -C build cuda-parity` (host-run) and
 //   `ninja -C <a -Dcuda=enabled build> engine/cuda/libnce_cuda.a` (nvcc).
 #pragma once
