@@ -106,12 +106,15 @@ void Var::set_grad(Tensor grad) {
 namespace {
 
 // A kept gradient (a leaf's, or a retained one) owns its tensor: the one reaching it may be
-// shared with other gradients (add passes dy to both inputs), so it is copied, not kept.
-void accumulate(Tensor& slot, const Tensor& grad) {
-    if (!slot.defined())
-        slot = grad.clone();
-    else
+// shared with other gradients (add passes dy to both inputs), so it is copied, not kept,
+// unless this handle is the storage's only one (nothing else can see it change then).
+void accumulate(Tensor& slot, Tensor grad) {
+    if (slot.defined())
         add_inplace(slot, grad);
+    else if (grad.use_count() == 1)
+        slot = std::move(grad);
+    else
+        slot = grad.clone();
 }
 
 // The node's hooks in order, each seeing the gradient the one before left.
@@ -176,7 +179,7 @@ void Var::backward(const Tensor& output_grad, bool retain_graph) const {
         }
         if (grad.defined()) run_hooks(*node, grad);
         if (node->leaf_grad) {
-            if (grad.defined()) accumulate(*node->leaf_grad, grad);
+            if (grad.defined()) accumulate(*node->leaf_grad, std::move(grad));  // its last use
             continue;
         }
         if (node->retained_grad && grad.defined()) accumulate(*node->retained_grad, grad);

@@ -155,11 +155,14 @@ TEST_CASE("cuda counts: a training step waits on the GPU a bounded number of tim
     const Counts text = step_counts(text_encoder, queries, positives, mask, "text_encoder step");
 
     // The loss read back, and the text encoder's position ids uploaded once per encode; every
-    // id, index and mask is checked on the device; AdamW is one launch per parameter.
+    // id, index and mask is checked on the device; AdamW is one launch per parameter; a
+    // leaf's first gradient is kept, not copied; a broadcast's gradient is summed straight
+    // into its place.
     for (const Counts& counts : {sig, text}) {
         CHECK(counts.readbacks <= 1);
         CHECK(counts.uploads <= 2);
         CHECK(counts.launches <= 300);
+        CHECK(counts.device_copies == 0);
     }
 }
 
