@@ -1,5 +1,6 @@
-// nce bench step --model sig_predictor|text_encoder [--batch B] [--seq T] [--threads N] [--reps R]
+// nce bench step --model sig_predictor|text_encoder|minilm [--batch B] [--seq T] [--threads N] [--reps R]
 //                 [--checkpoint-activations] [--device cpu|cuda] [--gemm-precision float32|bfloat16]
+//                 [--init FOLDER] [--encode]
 //
 // Times one whole training step of one of the two models and prints one JSON line: the
 // median and fastest step in milliseconds, samples per second (batch / median) and the
@@ -17,6 +18,15 @@
 //   text_encoder   token ids [B, T] from a vocabulary of 8000 -> d_model 128, 4 heads,
 //                  feed-forward 512, 2 layers, dropout 0.1; symmetric InfoNCE over B
 //                  queries and B passages at tau 0.05. Defaults B = 32, T = 32.
+//   minilm         all-MiniLM-L6-v2's shapes (a "bert": vocabulary 30522, d_model 384, 12
+//                  heads, feed-forward 1536, 6 layers, gelu, dropout 0.1, mean pooling,
+//                  normalised): B pairs, 2B texts; InfoNCE of the B queries against the B
+//                  passages at tau 0.05 (MultipleNegativesRankingLoss). Defaults B = 32,
+//                  T = 128. Random weights, or the folder's with --init (a sentence-
+//                  transformers folder of those shapes, e.g. scripts/pretrained.sh's).
+//
+// --encode times encoding instead of training: B texts (batch = B) in eval mode under
+// no_grad, what `nce <app> index` does per batch; samples_per_s is then texts per second.
 //
 // Row r of every mask keeps T - (r mod ceil(T/2)) tokens (padding at the end), the same
 // rule as the peer's. Inputs come from fixed seeds; dropout from a generator seeded 99.
@@ -71,6 +81,7 @@
 #include "nn/checkpoint_activations.h"
 #include "nn/model.h"
 #include "nn/optimizer.h"
+#include "nn/sentence_transformers_folder.h"
 
 namespace nce::apps {
 namespace {
@@ -85,16 +96,31 @@ struct BenchStepOptions {
     bool checkpoint_activations = false;
     std::string device = "cpu";
     std::string gemm_precision;  // "": the engine's setting
+    std::string init;            // minilm: a sentence-transformers folder; "": random weights
+    bool encode = false;         // time encoding (no gradient) instead of a training step
 };
 
-constexpr int64_t kSigInDim = 2048, kSigOutDim = 256, kTextVocabulary = 8000;
+constexpr int64_t kSigInDim = 2048, kSigOutDim = 256, kTextVocabulary = 8000, kMiniLmVocabulary = 30522;
 
 nn::ModelConfig model_config(const std::string& model, int64_t seq) {
     nn::ModelConfig config;
     config.kind = model;
     config.dropout = 0.1;
     config.num_layers = 2;
-    if (model == "sig_predictor") {
+    if (model == "minilm") {
+        config.kind = "bert";
+        config.vocab_size = kMiniLmVocabulary;
+        config.max_len = seq;
+        config.max_position_embeddings = 512;
+        config.type_vocab_size = 2;
+        config.d_model = 384;
+        config.nhead = 12;
+        config.dim_feedforward = 1536;
+        config.num_layers = 6;
+        config.activation = "gelu";
+        config.layer_norm_eps = 1e-12;
+        config.attention_dropout = 0.1;
+    } else if (model == "sig_predictor") {
         config.in_dim = kSigInDim;
         config.out_dim = kSigOutDim;
         config.d_model = 512;
@@ -120,9 +146,9 @@ Tensor padding_mask(int64_t rows, int64_t seq) {
     return Tensor::from_vector(mask, {rows, seq}, Dtype::Float32);
 }
 
-Tensor random_token_ids(int64_t rows, int64_t seq, Generator& generator) {
+Tensor random_token_ids(int64_t rows, int64_t seq, int64_t vocabulary, Generator& generator) {
     std::vector<int64_t> ids(static_cast<size_t>(rows * seq));
-    for (int64_t& id : ids) id = 1 + generator.next_index(kTextVocabulary - 1);
+    for (int64_t& id : ids) id = 1 + generator.next_index(vocabulary - 1);
     return Tensor::from_indices(ids, {rows, seq});
 }
 
@@ -133,6 +159,14 @@ struct StepRunner {
     Tensor query_input, query_mask, passage_input, passage_mask;  // passage_* for text_encoder only
     Var targets;                                                  // sig_predictor: fixed unit rows [B, out_dim]
     Generator dropout{99};
+    bool pairs_one_way = false;  // minilm: infonce(q, p) rather than the symmetric loss
+
+    // Encoding only: the queries in eval mode, no graph; returns a number that depends on them.
+    double encode() {
+        NoGradGuard no_grad;
+        Var embeddings = model->encode(query_input, query_mask, nullptr);  // [B, d]
+        return embeddings.value().rows(0, 1).to(Device::CPU).at(0);
+    }
 
     double step() {
         optimizer->zero_grad();
@@ -144,8 +178,12 @@ struct StepRunner {
                                      : losses::infonce(queries, targets, Var(), *model->log_tau());
         } else {
             Var passages = model->encode(passage_input, passage_mask, &dropout);  // [B, d]
-            loss = several_processes ? distributed::infonce_symmetric(queries, passages, Var(), Var(), 0.05)
-                                     : losses::infonce_symmetric(queries, passages, Var(), Var(), 0.05);
+            if (pairs_one_way)
+                loss = several_processes ? distributed::infonce(queries, passages, Var(), Var(), 0.05)
+                                         : losses::infonce(queries, passages, Var(), Var(), 0.05);
+            else
+                loss = several_processes ? distributed::infonce_symmetric(queries, passages, Var(), Var(), 0.05)
+                                         : losses::infonce_symmetric(queries, passages, Var(), Var(), 0.05);
         }
         loss.backward();
         distributed::all_reduce_gradients(*model);  // the sum over processes; nothing with one
@@ -154,15 +192,26 @@ struct StepRunner {
     }
 };
 
-StepRunner make_runner(const std::string& model_name, int64_t batch, int64_t seq, bool checkpoint_activations,
-                       Device device) {
+StepRunner make_runner(const BenchStepOptions& options, int64_t batch, int64_t seq, Device device) {
+    const std::string& model_name = options.model;
     StepRunner runner;
-    nn::ModelConfig config = model_config(model_name, seq);
     Generator init(7), data(11);
-    runner.model = nn::make_model(config, init, Dtype::Float32);
-    runner.model->train(true);
+    if (!options.init.empty()) {
+        runner.model = nn::load_sentence_transformers(options.init).model;
+        const nn::ModelConfig& loaded = runner.model->config();
+        NCE_CHECK(loaded.vocab_size == kMiniLmVocabulary && loaded.d_model == 384 && loaded.num_layers == 6,
+                  "bench step: --init {} is not all-MiniLM-L6-v2's shape (vocabulary {}, width {}, {} layers; "
+                  "expected 30522, 384, 6)",
+                  options.init, loaded.vocab_size, loaded.d_model, loaded.num_layers);
+        NCE_CHECK(seq <= loaded.max_len, "bench step: --seq {} is longer than the model's max_seq_length {}", seq,
+                  loaded.max_len);
+    } else {
+        runner.model = nn::make_model(model_config(model_name, seq), init, Dtype::Float32);
+    }
+    runner.pairs_one_way = model_name == "minilm";
+    runner.model->train(!options.encode);
     runner.model->to(device);  // before the optimizer takes the parameters' values
-    nn::set_checkpoint_activations(*runner.model, checkpoint_activations);
+    nn::set_checkpoint_activations(*runner.model, options.checkpoint_activations);
     runner.optimizer = std::make_unique<nn::AdamW>(runner.model->parameters(), nn::AdamWOptions{.learning_rate = 1e-4});
     runner.query_mask = padding_mask(batch, seq);
     if (model_name == "sig_predictor") {
@@ -170,8 +219,9 @@ StepRunner make_runner(const std::string& model_name, int64_t batch, int64_t seq
         Tensor targets = data.normal({batch, kSigOutDim}, Dtype::Float32);
         runner.targets = Var(div(targets, sqrt(sum(mul(targets, targets), 1, true))));  // unit rows
     } else {
-        runner.query_input = random_token_ids(batch, seq, data);
-        runner.passage_input = random_token_ids(batch, seq, data);
+        const int64_t vocabulary = model_name == "minilm" ? kMiniLmVocabulary : kTextVocabulary;
+        runner.query_input = random_token_ids(batch, seq, vocabulary, data);
+        runner.passage_input = random_token_ids(batch, seq, vocabulary, data);
         runner.passage_mask = runner.query_mask;
     }
     runner.query_input = runner.query_input.to(device);
@@ -203,9 +253,12 @@ double median_of(std::vector<double> values) {
 }
 
 int run(const BenchStepOptions& options) {
-    const bool sig = options.model == "sig_predictor";
+    const bool sig = options.model == "sig_predictor", minilm = options.model == "minilm";
+    NCE_CHECK(options.init.empty() || minilm, "bench step: --init applies to --model minilm only");
     const int64_t batch = options.batch > 0 ? options.batch : (sig ? 64 : 32);
-    const int64_t seq = options.seq > 0 ? options.seq : (sig ? 64 : 32);
+    const int64_t seq = options.seq > 0 ? options.seq : (sig ? 64 : minilm ? 128 : 32);
+    NCE_CHECK(!minilm || seq <= 512, "bench step: --seq {} is above minilm's 512 positions", seq);
+    NCE_CHECK(!options.encode || distributed::world().size() == 1, "bench step: --encode runs in one process");
     NCE_CHECK(batch >= 2, "bench step: --batch {} is too small; InfoNCE needs at least 2 rows", batch);
     NCE_CHECK(batch >= distributed::world().size(),
               "bench step: --batch {} is smaller than the {} processes; give each at least one row", batch,
@@ -216,16 +269,17 @@ int run(const BenchStepOptions& options) {
     if (options.threads > 0) set_num_threads(options.threads);
     retrieval::apply_gemm_precision(options.gemm_precision, device);
 
-    StepRunner runner = make_runner(options.model, batch, seq, options.checkpoint_activations, device);
+    StepRunner runner = make_runner(options, batch, seq, device);
+    auto once = [&] { return options.encode ? runner.encode() : runner.step(); };
     double loss = 0;
-    for (int w = 0; w < options.warmup; ++w) loss = runner.step();
+    for (int w = 0; w < options.warmup; ++w) loss = once();
     distributed::reset_communication_stats();
     CachingAllocator::host().reset_peak();  // the timed steps' peak, not the setup's
     std::vector<double> milliseconds, cpu_milliseconds;
     for (int r = 0; r < options.reps; ++r) {
         const double cpu_start = process_cpu_milliseconds();
         auto start = std::chrono::steady_clock::now();
-        loss = runner.step();
+        loss = once();
         milliseconds.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
         cpu_milliseconds.push_back(process_cpu_milliseconds() - cpu_start);
     }
@@ -249,6 +303,8 @@ int run(const BenchStepOptions& options) {
     line["min_ms"] = sorted.front();
     line["samples_per_s"] = static_cast<double>(batch) / (median / 1000.0);
     line["checkpoint_activations"] = options.checkpoint_activations;
+    line["mode"] = options.encode ? "encode" : "train";
+    line["weights"] = options.init.empty() ? "random" : options.init;
     if (device == Device::CPU)
         line["peak_allocated_mib"] =
             static_cast<double>(CachingAllocator::host().stats().peak_bytes_in_use) / (1024.0 * 1024.0);
@@ -271,12 +327,14 @@ int run(const BenchStepOptions& options) {
 void add_bench_step_command(CLI::App& bench, int& exit_code) {
     auto options = std::make_shared<BenchStepOptions>();
     CLI::App* command = bench.add_subcommand("step", "Time one training step (encode, loss, backward, AdamW) of a model");
-    command->add_option("--model", options->model, "sig_predictor or text_encoder")
-        ->check(CLI::IsMember({"sig_predictor", "text_encoder"}));
+    command->add_option("--model", options->model, "sig_predictor, text_encoder or minilm (all-MiniLM-L6-v2's shapes)")
+        ->check(CLI::IsMember({"sig_predictor", "text_encoder", "minilm"}));
     // Bounded, so batch x seq (at most 2^20 x 4096 = 2^32 tokens) never wraps before a buffer is sized.
-    command->add_option("--batch", options->batch, "sequences per step (default 64 for sig_predictor, 32 for text_encoder)")
+    command->add_option("--batch", options->batch,
+                        "sequences per step, pairs for minilm (default 64 for sig_predictor, 32 otherwise)")
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-    command->add_option("--seq", options->seq, "tokens per sequence (default 64 for sig_predictor, 32 for text_encoder)")
+    command->add_option("--seq", options->seq,
+                        "tokens per sequence (default 64 for sig_predictor, 32 for text_encoder, 128 for minilm)")
         ->check(CLI::Range(1, 4096));
     command->add_option("--threads", options->threads, "the engine's threads, for its loops and GEMMs (default NCE_NUM_THREADS)")
         ->check(CLI::Range(1, 4096));
@@ -286,6 +344,8 @@ void add_bench_step_command(CLI::App& bench, int& exit_code) {
                       "recompute each encoder layer in the backward instead of keeping its activations");
     command->add_option("--device", options->device, "cpu (default) or cuda (needs a GPU and a build with CUDA)");
     command->add_option("--gemm-precision", options->gemm_precision, retrieval::kGemmPrecisionHelp);
+    command->add_option("--init", options->init, "minilm: start from this sentence-transformers folder's weights");
+    command->add_flag("--encode", options->encode, "time encoding B texts without gradients instead of a training step");
     command->callback([options, &exit_code] { exit_code = run(*options); });
 }
 

@@ -1,11 +1,13 @@
 #!/usr/bin/python3
-"""PyTorch's side of `nce bench step`: the same two models, the same step, one JSON line.
+"""PyTorch's side of `nce bench step`: the same models, the same step, one JSON line.
 
-Run with Debian's /usr/bin/python3 (python3-torch, PyTorch 1.13):
+Run with a PyTorch on the path: Debian's /usr/bin/python3 (python3-torch 1.13), or PyPI's
+current one with PYTHONPATH=$(bash scripts/python_peers.sh sentence-transformers) python3
+(minilm needs that one: it builds transformers' BertModel):
 
-    /usr/bin/python3 benchmarks/peer/step_peer.py --model sig_predictor|text_encoder \
+    python3 benchmarks/peer/step_peer.py --model sig_predictor|text_encoder|minilm \
         [--batch B] [--seq T] [--threads N] [--reps R] [--warmup W] [--autocast none|bfloat16] \
-        [--device cpu|cuda]
+        [--device cpu|cuda] [--init FOLDER] [--encode]
 
 A step is: zero the gradients (set to None) -> encode -> loss -> backward -> AdamW step
 (lr 1e-4, weight decay 0.01), exactly what apps/bench_step_command.cpp times:
@@ -19,6 +21,13 @@ A step is: zero the gradients (set to None) -> encode -> loss -> backward -> Ada
                  (d_model 128, 4 heads, feed-forward 512, dropout 0.1) -> mean over real
                  tokens -> L2-normalise; symmetric InfoNCE over B queries and B passages at
                  tau 0.05. Defaults B = 32, T = 32.
+  minilm         transformers' BertModel with all-MiniLM-L6-v2's config (random weights, or
+                 the folder's with --init), mean over real tokens, L2-normalise; InfoNCE of
+                 B queries against B passages at tau 0.05 (sentence-transformers'
+                 MultipleNegativesRankingLoss). Defaults B = 32 pairs, T = 128.
+
+--encode times encoding B texts instead: eval mode under torch.inference_mode(), what
+sentence-transformers' encode does per batch; samples_per_s is texts per second.
 
 --autocast bfloat16 runs the encoding and the loss under torch.autocast("cpu",
 dtype=torch.bfloat16) (linear layers and matmuls in bfloat16 through oneDNN, softmax, layer
@@ -49,7 +58,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-SIG_IN_DIM, SIG_OUT_DIM, TEXT_VOCABULARY = 2048, 256, 8000
+SIG_IN_DIM, SIG_OUT_DIM, TEXT_VOCABULARY, MINILM_VOCABULARY = 2048, 256, 8000, 30522
 
 
 def openblas_library():
@@ -134,6 +143,25 @@ class TextEncoder(nn.Module):
         return F.normalize(masked_mean(tokens, mask), dim=-1)
 
 
+class MiniLm(nn.Module):
+    """all-MiniLM-L6-v2 as sentence-transformers runs it: BertModel, mean pooling, normalise."""
+
+    def __init__(self, init):
+        super().__init__()
+        from transformers import BertConfig, BertModel
+        if init:
+            self.bert = BertModel.from_pretrained(init, add_pooling_layer=False)
+        else:
+            config = BertConfig(vocab_size=MINILM_VOCABULARY, hidden_size=384, num_hidden_layers=6,
+                                num_attention_heads=12, intermediate_size=1536, hidden_act="gelu",
+                                max_position_embeddings=512, type_vocab_size=2, layer_norm_eps=1e-12)
+            self.bert = BertModel(config, add_pooling_layer=False)
+
+    def forward(self, ids, mask):
+        tokens = self.bert(input_ids=ids, attention_mask=mask.long()).last_hidden_state
+        return F.normalize(masked_mean(tokens, mask), dim=-1)
+
+
 def infonce(q, p, tau):
     labels = torch.arange(q.shape[0], device=q.device)
     return F.cross_entropy(q @ p.t() / tau, labels)
@@ -141,7 +169,7 @@ def infonce(q, p, tau):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", choices=["sig_predictor", "text_encoder"], default="sig_predictor")
+    parser.add_argument("--model", choices=["sig_predictor", "text_encoder", "minilm"], default="sig_predictor")
     parser.add_argument("--batch", type=int, default=0)
     parser.add_argument("--seq", type=int, default=0)
     parser.add_argument("--threads", type=int, default=0)
@@ -149,10 +177,12 @@ def main():
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--autocast", choices=["none", "bfloat16"], default="none")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--init", default="")
+    parser.add_argument("--encode", action="store_true")
     args = parser.parse_args()
-    sig = args.model == "sig_predictor"
+    sig, minilm = args.model == "sig_predictor", args.model == "minilm"
     batch = args.batch or (64 if sig else 32)
-    seq = args.seq or (64 if sig else 32)
+    seq = args.seq or (64 if sig else 128 if minilm else 32)
     if batch < 2 or seq < 1 or args.reps < 1 or args.warmup < 0:
         sys.exit("step_peer.py: error: --batch must be >= 2, --seq >= 1, --reps >= 1, --warmup >= 0")
 
@@ -169,9 +199,10 @@ def main():
         features = torch.randn(batch, seq, SIG_IN_DIM)
         targets = F.normalize(torch.randn(batch, SIG_OUT_DIM), dim=-1)
     else:
-        model = TextEncoder(seq)
-        queries = torch.randint(1, TEXT_VOCABULARY, (batch, seq))
-        passages = torch.randint(1, TEXT_VOCABULARY, (batch, seq))
+        model = MiniLm(args.init) if minilm else TextEncoder(seq)
+        vocabulary = MINILM_VOCABULARY if minilm else TEXT_VOCABULARY
+        queries = torch.randint(1, vocabulary, (batch, seq))
+        passages = torch.randint(1, vocabulary, (batch, seq))
     device = torch.device(args.device)
     model.to(device)
     mask = mask.to(device)
@@ -179,21 +210,30 @@ def main():
         features, targets = features.to(device), targets.to(device)
     else:
         queries, passages = queries.to(device), passages.to(device)
-    model.train()
+    model.train(not args.encode)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
 
-    def step():
+    def encode():
+        with torch.inference_mode(), torch.autocast(args.device, dtype=torch.bfloat16,
+                                                     enabled=args.autocast == "bfloat16"):
+            return model(queries, mask)[0, 0].item()
+
+    def train_step():
         optimizer.zero_grad(set_to_none=True)
         with torch.autocast(args.device, dtype=torch.bfloat16, enabled=args.autocast == "bfloat16"):
             if sig:
                 tau = model.log_tau.exp().clamp(min=1e-4)
                 loss = infonce(model(features, mask), targets, tau)
+            elif minilm:
+                loss = infonce(model(queries, mask), model(passages, mask), 0.05)
             else:
                 q, p = model(queries, mask), model(passages, mask)
                 loss = 0.5 * (infonce(q, p, 0.05) + infonce(p, q, 0.05))
         loss.backward()
         optimizer.step()
         return loss.item()
+
+    step = encode if args.encode else train_step
 
     loss = 0.0
     for _ in range(args.warmup):
@@ -213,6 +253,7 @@ def main():
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         "blas_core": blas_core_name(library), "cpu_ms": median_of(cpu_milliseconds), "last_loss": loss, "times_ms": milliseconds,
         "torch": torch.__version__, "aten_cpu_capability": os.environ.get("ATEN_CPU_CAPABILITY", ""),
+        "mode": "encode" if args.encode else "train", "weights": args.init or "random",
     }))
 
 
