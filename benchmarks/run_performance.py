@@ -40,6 +40,14 @@ every target passes):
      reports (PyTorch's from one short DNNL_VERBOSE=1 run). Targets: nce bfloat16 InfoNCE
      <= 60 ms, sig_predictor >= 200 samples/s, both >= 1.5x the autocast peer.
      --precision-only runs this item alone.
+  7. A pretrained encoder's work (issue 45), against current PyTorch from PyPI and
+     transformers' BertModel (scripts/python_peers.sh sentence-transformers, installed into
+     nce's cache; never the system Python): the all-MiniLM-L6-v2 fine-tuning step (32 pairs
+     of 128 tokens, InfoNCE tau 0.05, AdamW) and encoding (64 texts of 128 tokens a batch, no
+     gradient), float32 and bfloat16 (nce --gemm-precision bfloat16, PyTorch autocast).
+     Targets: step >= 1.5x PyTorch in each precision, encoding >= 2x; a precision this CPU
+     cannot run (bfloat16 without AVX-512 BF16 or AMX) is reported, not failed.
+     --minilm-only runs this item alone; --init FOLDER uses a folder's weights on both sides.
 Everything measured goes to <out>/performance.json (written to a temporary name, then renamed).
 A side that does not exist yet (a placeholder command, a missing peer script) is reported
 as 'missing'.
@@ -76,6 +84,10 @@ def parse_arguments():
     parser.add_argument("--skip-large", action="store_true", help="skip item 2 (N = 65536)")
     parser.add_argument("--precision-only", action="store_true",
                         help="run item 6 alone (float32 and bfloat16 GEMMs, both sides)")
+    parser.add_argument("--minilm-only", action="store_true",
+                        help="run item 7 alone (MiniLM-L6 step and encoding against current PyTorch)")
+    parser.add_argument("--init", default="",
+                        help="item 7: an all-MiniLM-L6-v2 sentence-transformers folder (default: random weights)")
     parser.add_argument("--openblas-coretype", default="",
                         help="OPENBLAS_CORETYPE for both sides (default: unset, OpenBLAS detects the core; OpenBLAS "
                              "0.3.21 does not know newer CPUs, e.g. Xeon family 6 model 207, and falls back to its "
@@ -160,13 +172,15 @@ class Runner:
         command = [self.arguments.python, script, "infonce", "--n", "512", "--d", "384", "--reps", "1", "--warmup", "0",
                    "--autocast", "bfloat16", "--threads", str(self.arguments.threads)]
         try:
-            completed = subprocess.run(command, env=dict(self.torch_env, DNNL_VERBOSE="1"), cwd=REPO,
-                                       capture_output=True, text=True, timeout=600)
+            completed = subprocess.run(command, env=dict(self.torch_env, DNNL_VERBOSE="1", ONEDNN_VERBOSE="1"),
+                                       cwd=REPO, capture_output=True, text=True, timeout=600)
         except (FileNotFoundError, subprocess.TimeoutExpired) as error:
             return {"missing": str(error)}
         found = {}
         for line in completed.stdout.splitlines():
             fields = line.split(",")
+            if len(fields) > 1 and fields[1] in ("v0", "v1"):  # oneDNN 3's lines carry a format version
+                fields = fields[:1] + fields[2:]
             if len(fields) < 4 or not fields[0].endswith("_verbose"):
                 continue
             if fields[1] == "info" and fields[2].startswith("oneDNN"):
@@ -317,6 +331,55 @@ def precision_item(runner, warmup, targets):
     return onednn
 
 
+def current_peers_python():
+    """python3 with PyPI's PyTorch, transformers and sentence-transformers on its path, in nce's
+    cache (scripts/python_peers.sh installs them the first time); None when that fails."""
+    try:
+        folder = subprocess.run(["bash", os.path.join(REPO, "scripts", "python_peers.sh"), "sentence-transformers"],
+                                capture_output=True, text=True, timeout=1800, check=True).stdout.strip()
+    except (subprocess.SubprocessError, FileNotFoundError):
+        return None
+    return folder
+
+
+def minilm_item(runner, warmup, targets):
+    """Item 7: all-MiniLM-L6-v2's fine-tuning step and encoding, both precisions, both sides."""
+    folder = current_peers_python()
+    if folder is None:
+        print("7. MiniLM-L6: missing (scripts/python_peers.sh sentence-transformers failed)")
+        targets["7. MiniLM-L6 against current PyTorch"] = None
+        return {}
+    runner.arguments.python = "python3"
+    runner.torch_env = dict(runner.torch_env, PYTHONPATH=folder)
+    runner.torch_env.pop("ATEN_CPU_CAPABILITY", None)  # PyTorch 2 picks its best kernels itself
+    version = subprocess.run(["python3", "-c", "import torch, transformers; print(torch.__version__, transformers.__version__)"],
+                             env=runner.torch_env, capture_output=True, text=True).stdout.split()
+    print(f"7. MiniLM-L6 (all-MiniLM-L6-v2's shapes, {runner.arguments.init or 'random weights'}) against "
+          f"PyTorch {version[0] if version else '?'} eager, transformers {version[1] if len(version) > 1 else '?'}")
+    init = ["--init", runner.arguments.init] if runner.arguments.init else []
+    configurations = [("fine-tuning step, 32 pairs x 128 tokens", ["--model", "minilm", *init], 1.5),
+                      ("encoding, 64 texts x 128 tokens a batch", ["--model", "minilm", "--encode", "--batch", "64", *init], 2.0)]
+    rows, found = [], {}
+    for name, options, bar in configurations:
+        for precision in ("float32", "bfloat16"):
+            nce = runner.nce_side("step", options + warmup + ["--threads", str(runner.arguments.threads), "--reps",
+                                                               str(runner.arguments.reps), "--gemm-precision", precision])
+            if precision == "bfloat16" and "cannot make a bfloat16 matmul" in nce.get("missing", ""):
+                # No bfloat16 GEMM on this CPU (oneDNN needs AVX-512 BF16 or AMX): no target, and
+                # the peer is not run (autocast emulates it there, minutes a step).
+                rows.append([name, precision, "no bf16 GEMM on this CPU", "not run", "", f">= {bar}"])
+                continue
+            nce, torch = runner.pair("step", options + warmup, precision=precision)
+            found[(name, precision)] = (nce, torch)
+            ratio = speedup(nce, torch)
+            rows.append([name, precision, number(nce.get("samples_per_s"), "{:.1f}"),
+                         number(torch.get("samples_per_s"), "{:.1f}"), number(ratio), f">= {bar}"])
+            targets[f"7. MiniLM-L6 {name}, {precision}: nce >= {bar}x PyTorch"] = None if ratio is None else ratio >= bar
+    table(["work (samples/s; texts/s for encoding)", "precision", "nce", "torch", "nce/torch", "bar"], rows)
+    print()
+    return {f"{name} {precision}": {"nce": nce, "torch": torch} for (name, precision), (nce, torch) in found.items()}
+
+
 def main():
     arguments = parse_arguments()
     runner = Runner(arguments)
@@ -334,6 +397,26 @@ def main():
     targets = {}
     warmup = ["--warmup", str(arguments.warmup)]
     sizes = LOSS_SIZES[:2] if arguments.quick else LOSS_SIZES
+
+    if arguments.minilm_only:
+        with open("/proc/cpuinfo") as cpuinfo:
+            text = cpuinfo.read()
+        model = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")), "?")
+        flags = sorted({f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile") if f" {f}" in text})
+        print(f"CPU: {model}; {' '.join(flags)}")
+        minilm = minilm_item(runner, warmup, targets)
+        cores = {side: sorted({r[side].get("blas_core") for r in runner.records if ok(r[side])}) for side in ("nce", "torch")}
+        isa = sorted({r["nce"].get("onednn_isa", "?") for r in runner.records if ok(r["nce"])})
+        print(f"nce: OpenBLAS core {cores['nce']}, oneDNN ISA {isa}; torch: {runner.torch_onednn()}")
+        print("\ntargets:")
+        for name, condition in targets.items():
+            print(f"  {verdict(condition):8} {name}")
+        summary = {"started": started, "load_average": load, "threads": threads, "cpu": model, "flags": flags,
+                   "blas_core": cores, "targets": {k: verdict(v) for k, v in targets.items()}, "minilm": minilm}
+        json_path = os.path.join(arguments.out, "minilm.json")
+        write_atomically(json_path, json.dumps(summary, indent=1) + "\n")
+        print(f"results: {os.path.relpath(json_path, REPO)}")
+        return 0 if all(targets.values()) else 1
 
     if not arguments.precision_only:
         # 1 (and the loss half of 5): the loss at each N.
