@@ -5,7 +5,9 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <limits>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "data/json_file.h"
 #include "data/reader_support.h"
@@ -51,6 +53,13 @@ std::optional<Problem> check_answer(const json& answer, const std::string& conte
     if (!text || !has_start)
         return Problem{"answer without text or answer_start",
                        fmt::format("{}: an answer has no \"text\" string or no integer \"answer_start\"", where)};
+    // A start above int64's range (JSON allows any integer) is past every paragraph, not negative.
+    if (answer["answer_start"].is_number_unsigned() &&
+        answer["answer_start"].get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        return Problem{"answer not at answer_start",
+                       fmt::format("{}: answer \"{}\" is not at answer_start {} (counted in code points) of its "
+                                   "paragraph; the paragraph is shorter than that",
+                                   where, truncate_utf8(*text, 30), answer["answer_start"].get<uint64_t>())};
     int64_t answer_start = answer["answer_start"].get<int64_t>();
     size_t byte_offset = offsets.byte_offset(answer_start);
     if (byte_offset != std::string::npos && context.compare(byte_offset, text->size(), *text) == 0) return std::nullopt;
@@ -93,6 +102,7 @@ RetrievalDataset read_korquad(const std::string& path, Leniency leniency) {
     ReadReport& report = dataset.report;
     for (const char* kind : {"articles", "paragraphs", "questions", "passages"}) report.records[kind] = 0;
     std::unordered_map<std::string, int64_t> passage_of_context;  // context text -> passage index
+    std::unordered_set<std::string> question_ids;                  // a query id names one question
 
     const json& articles = document["data"];
     for (size_t article_index = 0; article_index < articles.size(); ++article_index) {
@@ -139,6 +149,13 @@ RetrievalDataset read_korquad(const std::string& path, Leniency leniency) {
                        : fmt::format("{}: article \"{}\" paragraph {} qa {}", path, *title, paragraph_index, qa_index);
                 if (auto problem = check_question(qa, *context, offsets, where)) {
                     skip_or_fail(report, leniency, problem->reason, problem->message);
+                    continue;
+                }
+                if (!question_ids.insert(*id).second) {
+                    skip_or_fail(report, leniency, "duplicate question id",
+                                 fmt::format("{}: the id \"{}\" names an earlier question too; every question needs "
+                                             "an id of its own (rankings and mined negatives are keyed by it)",
+                                             where, truncate_utf8(*id, 60)));
                     continue;
                 }
                 int64_t query_index = static_cast<int64_t>(dataset.queries.size());

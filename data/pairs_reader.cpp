@@ -299,6 +299,13 @@ private:
             throw BadRow{"invalid UTF-8", fmt::format("invalid UTF-8 in '{}' at byte {} of the field; the file must be "
                                                       "UTF-8 text",
                                                       name, invalid)};
+        // A NUL byte is valid UTF-8 but no text: the tokenizer and every C string would cut the
+        // text there, and it is the mark of a binary file or a broken export.
+        size_t nul = cell.text.find('\0');
+        if (nul != std::string::npos)
+            throw BadRow{"NUL byte in a text", fmt::format("a NUL byte in '{}' at byte {} of the field; texts must be "
+                                                           "plain UTF-8 text (is this a binary file?)",
+                                                           name, nul)};
         return cell.text;
     }
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <unordered_set>
 #include <vector>
 
 #include "data/json_file.h"
@@ -27,7 +28,7 @@ std::optional<std::string> id_field(const json& object) {
     if (!object.is_object() || !object.contains("id")) return std::nullopt;
     const json& id = object["id"];
     if (id.is_string()) return id.get<std::string>();
-    if (id.is_number_integer()) return std::to_string(id.get<int64_t>());
+    if (id.is_number_integer()) return id.dump();  // exact for any integer JSON holds, unsigned ones included
     return std::nullopt;
 }
 
@@ -53,6 +54,9 @@ RetrievalDataset read_ranked_qa_json(const std::string& path, Leniency leniency)
     ReadReport& report = dataset.report;
     report.records["questions"] = 0;
     report.records["answers"] = 0;
+    // An id names one question, or one answer (a passage): rankings, runs and mined negatives
+    // are keyed by it, so a second record with the same id is refused, not silently merged.
+    std::unordered_set<std::string> question_ids, answer_ids;
 
     for (size_t record_index = 0; record_index < document.size(); ++record_index) {
         const json& record = document[record_index];
@@ -73,6 +77,13 @@ RetrievalDataset read_ranked_qa_json(const std::string& path, Leniency leniency)
                                      record_index, question_id->size(), kMaxQuestionIdBytes));
             continue;
         }
+        if (!question_ids.insert(*question_id).second) {
+            skip_or_fail(report, leniency, "duplicate question id",
+                         fmt::format("{}: record {} repeats the question id \"{}\"; every question needs an id of "
+                                     "its own",
+                                     path, record_index, *question_id));
+            continue;
+        }
         std::string body = has_string(question, "body") ? clean_html(question["body"].get<std::string>()) : "";
         int64_t query_index = static_cast<int64_t>(dataset.queries.size());
         dataset.queries.push_back(
@@ -87,6 +98,13 @@ RetrievalDataset read_ranked_qa_json(const std::string& path, Leniency leniency)
                              fmt::format("{}: question {}: an answer needs an \"id\", a \"body\" string and a numeric "
                                          "\"score\"",
                                          path, *question_id));
+                continue;
+            }
+            if (answer_id->size() > kMaxQuestionIdBytes || !answer_ids.insert(*answer_id).second) {
+                skip_or_fail(report, leniency, "duplicate or oversized answer id",
+                             fmt::format("{}: question {}: the answer id \"{}\" is used by another answer too (or is "
+                                         "longer than {} bytes); every answer needs an id of its own",
+                                         path, *question_id, truncate_utf8(*answer_id, 60), kMaxQuestionIdBytes));
                 continue;
             }
             bool accepted = answer.contains("is_accepted") && answer["is_accepted"].is_boolean() &&

@@ -382,6 +382,10 @@ TEST_CASE("pairs: every bad row stops a strict read naming file and line, and is
     check_bad_row("anchor,positive\n,b\nd,e\n", ".csv", "line 2: the anchor is empty", 1);
     check_bad_row("anchor,positive\na,  \nd,e\n", ".csv", "line 2: the positive is empty", 1);
     check_bad_row("anchor,positive\na,b\xff\nd,e\n", ".csv", "line 2: invalid UTF-8 in 'positive'", 1);
+    check_bad_row(std::string("anchor,positive\na,b\0c\nd,e\n", 26), ".csv", "line 2: a NUL byte in 'positive' at byte 1",
+                  1);
+    check_bad_row("{\"anchor\": \"a\", \"positive\": \"b\"}\n{\"anchor\": \"a\\u0000\", \"positive\": \"b\"}\n",
+                  ".jsonl", "line 2: a NUL byte in 'anchor'", 1);
     check_bad_row("{\"anchor\": \"a\", \"positive\": \"b\"}\n{\"anchor\": \"\xc3(\", \"positive\": \"b\"}\n", ".jsonl",
                   "line 2: invalid UTF-8", 1);
     check_bad_row("{\"anchor\": \"a\", \"positive\": \"b\"}\n{\"anchor\": \"a\", \"positive\": }\n", ".jsonl",

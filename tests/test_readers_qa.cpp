@@ -286,6 +286,19 @@ TEST_CASE("korquad: an answer_start counted in bytes is skipped (lenient) or an 
 
     TemporaryFile past_end(replaced(kKorquadFixture, "\"answer_start\": 20}", "\"answer_start\": 2000}"), ".json");
     CHECK_ERROR_MENTIONS(read_korquad(past_end.path(), Leniency::Strict), "shorter");
+    // Above int64's range: reported as written, past the paragraph (it once wrapped to -2^63).
+    TemporaryFile huge(replaced(kKorquadFixture, "\"answer_start\": 20}", "\"answer_start\": 9223372036854775808}"),
+                       ".json");
+    CHECK_ERROR_MENTIONS(read_korquad(huge.path(), Leniency::Strict), "answer_start 9223372036854775808");
+    CHECK_ERROR_MENTIONS(read_korquad(huge.path(), Leniency::Strict), "shorter");
+}
+
+TEST_CASE("korquad: a question id given twice is skipped (lenient) or an error naming it (strict)") {
+    TemporaryFile file(replaced(kKorquadFixture, "\"id\": \"seoul-1-0\"", "\"id\": \"seoul-0-0\""), ".json");
+    RetrievalDataset dataset = read_korquad(file.path(), Leniency::Lenient);
+    CHECK(dataset.report.records.at("questions") == 3);
+    CHECK(dataset.report.skipped.at("duplicate question id") == 1);
+    CHECK_ERROR_MENTIONS(read_korquad(file.path(), Leniency::Strict), "the id \"seoul-0-0\" names an earlier question");
 }
 
 TEST_CASE("korquad: 100,000 answers on a 10 MB paragraph are checked in one pass") {
@@ -669,6 +682,22 @@ TEST_CASE("ranked-json: bad records are skipped or named; bad files are one-line
     CHECK_ERROR_MENTIONS(read_ranked_qa_json(bad_utf8.path(), Leniency::Lenient), "invalid UTF-8");
     TemporaryFile object("{\"question\": {}}", ".json");
     CHECK_ERROR_MENTIONS(read_ranked_qa_json(object.path(), Leniency::Lenient), "top level must be an array");
+}
+
+TEST_CASE("ranked-json: a question or answer id given twice is skipped (lenient) or named (strict)") {
+    const char* fixture = R"([
+      {"question": {"id": 1, "title": "a"}, "answers": [{"id": 8, "body": "x", "score": 1}, {"id": "8", "body": "y", "score": 2}]},
+      {"question": {"id": "1", "title": "b"}, "answers": [{"id": 9, "body": "z", "score": 1}]},
+      {"question": {"id": 18446744073709551615, "title": "c"}, "answers": []}
+    ])";
+    TemporaryFile file(fixture, ".json");
+    RetrievalDataset dataset = read_ranked_qa_json(file.path(), Leniency::Lenient);
+    CHECK(dataset.report.skipped.at("duplicate or oversized answer id") == 1);
+    CHECK(dataset.report.skipped.at("duplicate question id") == 1);
+    REQUIRE(dataset.queries.size() == 2);
+    CHECK(dataset.queries[1].id == "18446744073709551615");  // as written, not wrapped
+    CHECK(dataset.passages.size() == 1);
+    CHECK_ERROR_MENTIONS(read_ranked_qa_json(file.path(), Leniency::Strict), "the answer id \"8\" is used by another");
 }
 
 TEST_CASE("ranked-json: a question id longer than 1,024 bytes skips the question: it would be copied into every answer") {
