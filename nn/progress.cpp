@@ -18,21 +18,31 @@ std::string format_duration(double seconds) {
     return fmt::format("{}s", rest);
 }
 
+namespace {
+
+// "  run ETA ~7m40s" when the phases after this one are estimated, else nothing.
+std::string run_eta(const ProgressState& state) {
+    if (state.seconds_after < 0 || state.seconds_remaining < 0) return "";
+    return "  run ETA ~" + format_duration(state.seconds_remaining + state.seconds_after);
+}
+
+}  // namespace
+
 std::string format_progress(const ProgressState& state, int width) {
     double fraction = state.total_steps > 0 ? static_cast<double>(state.step) / static_cast<double>(state.total_steps) : 0;
     int filled = static_cast<int>(std::clamp(fraction, 0.0, 1.0) * width);
     std::string bar = std::string(filled, '#') + std::string(width - filled, '-');
-    return fmt::format("{}step {}/{} [{}]  loss {:.4f}  lr {:.2e}  {:.0f} samples/s  ETA {}",
+    return fmt::format("{}step {}/{} [{}]  loss {:.4f}  lr {:.2e}  {:.0f} samples/s  ETA {}{}",
                        state.phase.empty() ? "" : state.phase + ": ", state.step,
                        state.total_steps, bar, state.loss, state.learning_rate, state.samples_per_second,
-                       format_duration(state.seconds_remaining));
+                       format_duration(state.seconds_remaining), run_eta(state));
 }
 
 std::string format_progress_line(const ProgressState& state, double elapsed_seconds) {
-    return fmt::format("progress: {}step {}/{}  loss {:.4f}  lr {:.2e}  {:.0f} samples/s  elapsed {}  ETA {}",
+    return fmt::format("progress: {}step {}/{}  loss {:.4f}  lr {:.2e}  {:.0f} samples/s  elapsed {}  ETA {}{}",
                        state.phase.empty() ? "" : state.phase + ": ", state.step,
                        state.total_steps, state.loss, state.learning_rate, state.samples_per_second,
-                       format_duration(elapsed_seconds), format_duration(state.seconds_remaining));
+                       format_duration(elapsed_seconds), format_duration(state.seconds_remaining), run_eta(state));
 }
 
 ProgressBar::ProgressBar(bool enabled, std::chrono::milliseconds plain_every)

@@ -8,9 +8,10 @@
 //   progress: step 120/1000  loss 2.3141  lr 1.00e-04  512 samples/s  elapsed 41s  ETA 3m12s
 //
 // A run of several phases names the phase first, and says what follows it, so its ETA is
-// not read as the whole run's:
+// not read as the whole run's; where the phases after it are known, the line adds the whole
+// run's, estimated at this phase's rate (an estimate, so marked "~"):
 //
-//   progress: pretraining (training follows): step 120/726  loss 2.3141  ...  ETA 3m12s
+//   progress: pretraining (training follows): step 120/726  loss 2.3141  ...  ETA 3m12s  run ETA ~7m40s
 //
 // (the JSON-lines metrics log is the record of a run; these lines are for watching it).
 #pragma once
@@ -29,6 +30,7 @@ struct ProgressState {
     double samples_per_second = 0;
     double seconds_remaining = -1;    // negative: not known yet
     std::string phase;                // "" for a run of one phase
+    double seconds_after = -1;        // the phases after this one, estimated; negative: none
 };
 
 // The bar's text, without the carriage return; `width` is the number of bar cells.

@@ -222,8 +222,10 @@ TrainingResult Trainer::fit(const BatchLossFunction& loss, const EvaluationFunct
                                  {"samples_per_second", samples_per_second}};
         if (options_.max_grad_norm > 0) record["grad_norm"] = gradient_norm;
         log.write(record);
+        double seconds_after =
+            options_.following_steps > 0 ? elapsed / static_cast<double>(steps_this_run) * options_.following_steps : -1;
         progress.update({state_.step, total, loss_value, learning_rate, samples_per_second, seconds_remaining,
-                         options_.progress_phase});
+                         options_.progress_phase, seconds_after});
 
         // Evaluate and checkpoint.
         if (options_.evaluate_every > 0 && state_.step % options_.evaluate_every == 0)

@@ -49,6 +49,7 @@ struct TrainerOptions {
     std::string metrics_log_path;      // JSON lines, one object per step and per evaluation; empty: none
     bool show_progress = true;         // the progress bar, drawn only when stderr is a terminal
     std::string progress_phase;        // named first on each progress line ("pretraining (training follows)")
+    double following_steps = 0;        // the phases after this one, in this phase's steps (the run's ETA); 0: none
 };
 
 // Where a step stands: which batch the loss callback must compute.

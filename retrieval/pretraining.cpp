@@ -104,7 +104,8 @@ int64_t pretraining_steps(const RunConfig& config, int64_t windows, int64_t most
 PretrainingReport pretrain_text_encoder(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer,
                                         const std::vector<data::Passage>& passages, eval::LexicalTokens teacher_tokens,
                                         int64_t overlap, const RunConfig& config, const std::string& log_path,
-                                        int64_t most_steps, const std::string& progress_phase) {
+                                        int64_t most_steps, const std::string& progress_phase,
+                                        double following_steps) {
     auto start_time = std::chrono::steady_clock::now();
     nn::set_checkpoint_activations(model, config.checkpoint_activations);
     PretrainingReport report;
@@ -167,6 +168,7 @@ PretrainingReport pretrain_text_encoder(nn::EmbeddingModel& model, const data::T
     options.max_grad_norm = config.max_grad_norm;
     options.metrics_log_path = log_path;
     options.progress_phase = progress_phase;
+    options.following_steps = following_steps;
     nn::Trainer trainer(model, optimizer, options);
 
     auto loss_of = [&](const nn::StepPosition& step, Generator& generator) {

@@ -75,13 +75,14 @@ struct PretrainingReport {
 
 // Pretrains `model` in place on the corpus `passages` (see above), writing the step log to
 // `log_path` (JSON lines; empty: none), for pretraining_steps(config, windows, most_steps)
-// steps; `progress_phase` names the phase on the progress lines (nn/progress.h). Throws
+// steps; `progress_phase` names the phase on the progress lines (nn/progress.h), and
+// `following_steps` is the work after it in pretraining steps (their run ETA; 0: none). Throws
 // nce::Error when the corpus is too small to draw from: fewer windows than
 // pretrain_candidates, or no window with 3 words.
 PretrainingReport pretrain_text_encoder(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer,
                                         const std::vector<data::Passage>& passages, eval::LexicalTokens teacher_tokens,
                                         int64_t overlap, const RunConfig& config, const std::string& log_path,
                                         int64_t most_steps = std::numeric_limits<int64_t>::max(),
-                                        const std::string& progress_phase = "");
+                                        const std::string& progress_phase = "", double following_steps = 0);
 
 }  // namespace nce::retrieval

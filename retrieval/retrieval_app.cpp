@@ -347,10 +347,17 @@ PretrainingReport pretrain_and_save(const RetrievalApp& app, const RunConfig& co
     fmt::print("pretraining on the corpus ({} passages): imitating BM25 ({}) on pseudo-queries\n",
                dataset.passages.size(), eval::lexical_tokens_name(app.bm25_variants.back()));
     std::fflush(stdout);
+    // Training's steps in pretraining steps, by the rows each encodes (a training step's batch
+    // against a pretraining step's pseudo-queries): the run ETA on pretraining's lines.
+    const double training_in_pretraining_steps =
+        training_follows ? static_cast<double>(config.max_steps) * static_cast<double>(config.batch_size) /
+                               static_cast<double>(std::max<int64_t>(1, config.pretrain_batch_size))
+                         : 0.0;
     PretrainingReport report = pretrain_text_encoder(model, tokenizer, dataset.passages, app.bm25_variants.back(),
                                                      app.chunk_overlap, config, files.pretrain_log,
                                                      pretraining_step_limit(app, config),
-                                                     training_follows ? "pretraining (training follows)" : "");
+                                                     training_follows ? "pretraining (training follows)" : "",
+                                                     training_in_pretraining_steps);
     nn::save_model(files.pretrained, model, {{"pretraining", "imitating BM25 on the corpus"}});
     fmt::print("pretrained {} steps on {} windows in {:.1f} s (last loss {:.4f}); on {} fresh pseudo-queries the source "
                "window is BM25's top 1 for {:.2f} of them and the model's for {:.2f}\n",

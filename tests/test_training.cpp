@@ -631,6 +631,11 @@ TEST_CASE("progress: durations and the bar's line") {
     CHECK(format_progress_line(state, 41) == "progress: pretraining (training follows): step 5/20  loss 1.2346  lr "
                                              "1.00e-04  512 samples/s  elapsed 41s  ETA 1m15s");
     CHECK(format_progress(state, 8).rfind("pretraining (training follows): step 5/20 [##------]", 0) == 0);
+    // With the phases after it estimated, the line adds the whole run's ETA.
+    state.seconds_after = 385;
+    CHECK(format_progress_line(state, 41) == "progress: pretraining (training follows): step 5/20  loss 1.2346  lr "
+                                             "1.00e-04  512 samples/s  elapsed 41s  ETA 1m15s  run ETA ~7m40s");
+    CHECK(format_progress(state, 8).find("ETA 1m15s  run ETA ~7m40s") != std::string::npos);
 }
 
 // Without a terminal (stderr is a file here) the bar prints plain lines at its interval: every

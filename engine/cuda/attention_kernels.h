@@ -85,14 +85,7 @@ struct AttentionSoftmaxRowBody {
             }
             return best;
         });
-        const T total = warp.sum<T>([&](int lane) {
-            T part = 0;
-            for (int64_t j = lane; j < n; j += kWarpSize) {
-                row[j] = flushed_exp(row[j] - shift, lowest_normal_log);
-                part += row[j];
-            }
-            return part;
-        });
+        const T total = row_exp_sum(warp, row, row, n, shift, lowest_normal_log);
         warp.each([&](int lane) {
             for (int64_t j = lane; j < n; j += kWarpSize) row[j] /= total;
         });

@@ -40,6 +40,12 @@ Tensor part_of(const Tensor& heads, int64_t part, int64_t entries, int64_t token
     return heads.rows(part, part + 1).reshape(Shape{entries, tokens, head_dim});
 }
 
+// q, k and v of packed qkv [B, T, 3D], each [B·H, T, dh], copied out in one launch.
+struct QueryKeyValue {
+    Tensor storage;  // [3, B, H, T, dh]
+    Tensor q, k, v;
+};
+
 template <typename T>
 Tensor to_heads(const Tensor& packed, int64_t parts, const AttentionShape<T>& shape, const char* op) {
     // (Sizes copied to plain integers first: nvcc's front end rejects a dependent member in a braced list.)
@@ -47,6 +53,17 @@ Tensor to_heads(const Tensor& packed, int64_t parts, const AttentionShape<T>& sh
     Tensor heads = Tensor::empty(Shape{parts, batch, head_count, tokens, head_dim}, packed.dtype(), Device::CUDA);
     launch(heads.numel(), ToHeadsBody<T>{device_data<T>(packed, op), device_data<T>(heads, op), parts, shape});
     return heads;
+}
+
+template <typename T>
+QueryKeyValue split_qkv(const Tensor& qkv, const AttentionShape<T>& shape, const char* op) {
+    const int64_t entries = shape.batch * shape.heads, n = shape.tokens, dh = shape.head_dim;
+    QueryKeyValue parts;
+    parts.storage = to_heads<T>(qkv, 3, shape, op);
+    parts.q = part_of(parts.storage, 0, entries, n, dh);
+    parts.k = part_of(parts.storage, 1, entries, n, dh);
+    parts.v = part_of(parts.storage, 2, entries, n, dh);
+    return parts;
 }
 
 // dropout(P), or P itself without dropout.
@@ -69,10 +86,8 @@ void CudaBackend::packed_attention(const Tensor& qkv, const Tensor& key_mask, co
         const char* op = "packed_attention";
         const AttentionShape<T> s = attention_shape<T>(qkv, attention);
         const int64_t batch = s.batch, head_count = s.heads, n = s.tokens, dh = s.head_dim, entries = batch * head_count;
-        const Tensor heads = to_heads<T>(qkv, 3, s, op);  // [3, B, H, T, dh]
-        const Tensor q = part_of(heads, 0, entries, n, dh);
-        const Tensor k = part_of(heads, 1, entries, n, dh);
-        const Tensor v = part_of(heads, 2, entries, n, dh);
+        const QueryKeyValue heads = split_qkv<T>(qkv, s, op);
+        const Tensor &q = heads.q, &k = heads.k, &v = heads.v;
         Tensor scores = probabilities.reshape(Shape{entries, n, n});
         gemm(q, false, k, true, scores, 1.0, 0.0);  // S = Q K^T   [B·H, T, T]
         launch_rows(entries * n,
@@ -95,10 +110,8 @@ void CudaBackend::packed_attention_backward(const Tensor& qkv, const Tensor& pro
         const char* op = "packed_attention backward";
         const AttentionShape<T> s = attention_shape<T>(qkv, attention);
         const int64_t batch = s.batch, head_count = s.heads, n = s.tokens, dh = s.head_dim, entries = batch * head_count;
-        const Tensor heads = to_heads<T>(qkv, 3, s, op);  // [3, B, H, T, dh]
-        const Tensor q = part_of(heads, 0, entries, n, dh);
-        const Tensor k = part_of(heads, 1, entries, n, dh);
-        const Tensor v = part_of(heads, 2, entries, n, dh);
+        const QueryKeyValue heads = split_qkv<T>(qkv, s, op);
+        const Tensor &q = heads.q, &k = heads.k, &v = heads.v;
         const Tensor d_out = part_of(to_heads<T>(dout, 1, s, op), 0, entries, n, dh);  // [B·H, T, dh]
         const Tensor p = probabilities.reshape(Shape{entries, n, n});
         Tensor score_gradient = Tensor::empty(Shape{entries, n, n}, qkv.dtype(), Device::CUDA);

@@ -27,6 +27,21 @@ NCE_HOST_DEVICE inline T row_max(const Warp& warp, const T* row, int64_t columns
     });
 }
 
+// out_j = exp(in_j - shift) (flushed) for this warp's row, and their sum; in and out may be
+// the same row (each lane reads, then writes, only its own columns).
+template <typename T>
+NCE_HOST_DEVICE inline T row_exp_sum(const Warp& warp, const T* in, T* out, int64_t columns, T shift,
+                                     T lowest_normal_log) {
+    return warp.sum<T>([&](int lane) {
+        T part = 0;
+        for (int64_t j = lane; j < columns; j += kWarpSize) {
+            out[j] = flushed_exp(in[j] - shift, lowest_normal_log);
+            part += out[j];
+        }
+        return part;
+    });
+}
+
 // y_j = exp(x_j - m) / sum_k exp(x_k - m), m = max_k x_k;  log y_j = x_j - m - log sum_k exp(x_k - m).
 template <typename T>
 struct SoftmaxRowBody {
@@ -39,14 +54,7 @@ struct SoftmaxRowBody {
         const T* in = x + r * columns;
         T* out = y + r * columns;
         const T shift = row_max(warp, in, columns);
-        const T total = warp.sum<T>([&](int lane) {
-            T part = 0;
-            for (int64_t j = lane; j < columns; j += kWarpSize) {
-                out[j] = flushed_exp(in[j] - shift, lowest_normal_log);
-                part += out[j];
-            }
-            return part;
-        });
+        const T total = row_exp_sum(warp, in, out, columns, shift, lowest_normal_log);
         if (log) {
             const T log_total = math::log(total);
             warp.each([&](int lane) {
@@ -103,14 +111,7 @@ struct CrossEntropyRowBody {
         const int64_t target = target_start + r;
         const T positive = row[target];
         const T shift = row_max(warp, row, columns);
-        const T total = warp.sum<T>([&](int lane) {
-            T part = 0;
-            for (int64_t j = lane; j < columns; j += kWarpSize) {
-                row[j] = flushed_exp(row[j] - shift, lowest_normal_log);
-                part += row[j];
-            }
-            return part;
-        });
+        const T total = row_exp_sum(warp, row, row, columns, shift, lowest_normal_log);
         const T inverse = T(scale / double(total)), target_scale = T(scale);
         warp.each([&](int lane) {
             for (int64_t j = lane; j < columns; j += kWarpSize) {
