@@ -13,7 +13,7 @@ namespace nce::worked_examples {
 namespace {
 
 Tensor x_2x3() { return float64_matrix({{-2.0, -0.5, 0.0}, {0.5, 1.0, 3.0}}); }
-Tensor weights_2x3() { return float64_matrix({{1.0, -1.0, 0.5}, {2.0, 1.0, -0.5}}); }
+Tensor gelu_upstream_2x3() { return float64_matrix({{1.0, -1.0, 0.5}, {2.0, 1.0, -0.5}}); }
 
 // f applied to every entry of a float64 tensor.
 template <typename Function>
@@ -33,7 +33,7 @@ OpWorkedExample gelu_worked_example() {
     example.name = "gelu";
     example.parameters = {{"approximation", "erf (exact)"}};
     example.inputs = {{"x", x_2x3()}};
-    example.upstream = weights_2x3();
+    example.upstream = gelu_upstream_2x3();
     example.forward = [](const std::vector<Var>& x) { return gelu(x[0], GeluApproximation::Erf); };
     example.steps = [](const std::vector<Tensor>& inputs, const Tensor& W) -> std::vector<ExampleStep> {
         const Tensor& x = inputs[0];
@@ -56,7 +56,7 @@ OpWorkedExample gelu_tanh_worked_example() {
     example.page = "gelu";
     example.parameters = {{"approximation", "tanh"}};
     example.inputs = {{"x", x_2x3()}};
-    example.upstream = weights_2x3();
+    example.upstream = gelu_upstream_2x3();
     example.forward = [](const std::vector<Var>& x) { return gelu(x[0], GeluApproximation::Tanh); };
     example.steps = [](const std::vector<Tensor>& inputs, const Tensor& W) -> std::vector<ExampleStep> {
         const Tensor& x = inputs[0];

@@ -10,7 +10,7 @@ namespace nce::worked_examples {
 namespace {
 
 Tensor logits_2x3() { return float64_matrix({{1.0, 2.0, 0.5}, {1001.0, 1002.0, 1000.5}}); }
-Tensor weights_2x3() { return float64_matrix({{1.0, 0.0, -1.0}, {0.5, 2.0, 0.0}}); }
+Tensor softmax_upstream_2x3() { return float64_matrix({{1.0, 0.0, -1.0}, {0.5, 2.0, 0.0}}); }
 
 }  // namespace
 
@@ -20,7 +20,7 @@ OpWorkedExample softmax_worked_example() {
     example.name = "softmax";
     example.parameters = {{"axis", "last"}};
     example.inputs = {{"x", logits_2x3()}};
-    example.upstream = weights_2x3();
+    example.upstream = softmax_upstream_2x3();
     example.forward = [](const std::vector<Var>& x) { return softmax(x[0]); };
     example.steps = [](const std::vector<Tensor>& inputs, const Tensor& W) -> std::vector<ExampleStep> {
         const Tensor& x = inputs[0];
@@ -46,7 +46,7 @@ OpWorkedExample log_softmax_worked_example() {
     example.page = "softmax";
     example.parameters = {{"axis", "last"}};
     example.inputs = {{"x", logits_2x3()}};
-    example.upstream = weights_2x3();
+    example.upstream = softmax_upstream_2x3();
     example.forward = [](const std::vector<Var>& x) { return log_softmax(x[0]); };
     example.steps = [](const std::vector<Tensor>& inputs, const Tensor& W) -> std::vector<ExampleStep> {
         const Tensor& x = inputs[0];
