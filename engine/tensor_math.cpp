@@ -255,12 +255,6 @@ Tensor repeat_rows(const Tensor& row, int64_t count) {
     NCE_CHECK(row.rank() == 1, "repeat_rows: the row must be 1-D, got {}", shape_string(row.shape()));
     NCE_CHECK(count >= 0, "repeat_rows: count must be >= 0, got {}", count);
     Tensor out = Tensor::empty({count, row.size(0)}, row.dtype(), row.device());
-    if (row.device() != Device::CPU) {
-        // [count, 1] zeros + [1, D] row, broadcast: no index list to upload and check.
-        backend_of(row).binary(BinaryOp::Add, Tensor::zeros({count, 1}, row.dtype(), row.device()),
-                               row.reshape({1, row.size(0)}), out);
-        return out;
-    }
     // Row 0 of a one-row table, `count` times (the rows are copied in parallel).
     Tensor all_first = Tensor::zeros({count}, Dtype::Int64, row.device());
     backend_of(row).index_select_rows(row.reshape({1, row.size(0)}), all_first, out);

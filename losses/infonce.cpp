@@ -81,13 +81,10 @@ bool any_needs_gradient(const std::vector<Var>& inputs) {
 
 // The gradients at dy = 1 from a sweep, each times dy:  dL/dx = dy · (dL/dx at dy = 1).
 BackwardFn scaled_gradients(const InfonceSweep& sweep, const Tensor& dloss_dlog_tau) {
-    return [dq = sweep.dq, dp = sweep.dp, dnegatives = sweep.dnegatives, dloss_dlog_tau](const Tensor& dy) -> Grads {
-        double scale = dy.item();
-        Grads grads{dq * scale, dp * scale};                                  // [N, d], [N, d]
-        if (dnegatives.defined()) grads.push_back(dnegatives * scale);        // [M, d]
-        if (dloss_dlog_tau.defined()) grads.push_back(dloss_dlog_tau * scale);
-        return grads;
-    };
+    Grads at_unit_dy{sweep.dq, sweep.dp};                                         // [N, d], [N, d]
+    if (sweep.dnegatives.defined()) at_unit_dy.push_back(sweep.dnegatives);      // [M, d]
+    if (dloss_dlog_tau.defined()) at_unit_dy.push_back(dloss_dlog_tau);
+    return times_dy(std::move(at_unit_dy));
 }
 
 // dL/dx = dy · (dL/dx at dy = 1), dy a one-element tensor that stays on its device.

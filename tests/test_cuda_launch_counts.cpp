@@ -176,3 +176,27 @@ TEST_CASE("cuda counts: a mask row with no token is reported at the next read-ba
     CHECK_ERROR_MENTIONS(pooled.value().to(Device::CPU), expected);
     CHECK(masked_mean_pool(x, Tensor::full({3, 4}, 1.0, Dtype::Float32).to(Device::CUDA)).value().to(Device::CPU).numel() == 6);
 }
+
+TEST_CASE("cuda parity: cross_entropy_rows, the InfoNCE sweep's row step, on both backends and against log_softmax") {
+    // Rows 0..4 of a [5, 9] block whose targets start at column 3: the loss of row r is
+    // -log_softmax(l_r)[3 + r], and the logits become 0.25 · (softmax - one-hot).
+    const Tensor logits = parity_values({5, 9}, 12);
+    for (const bool want_gradient : {false, true})
+        check_tensor_parity(want_gradient ? "cross_entropy_rows gradient" : "cross_entropy_rows loss",
+                            [&](const std::vector<Tensor>& inputs) {
+                                Tensor block = inputs[0].clone();
+                                Tensor row_loss = cross_entropy_rows_inplace(block, 3, 0.25);
+                                return want_gradient ? block : row_loss;
+                            },
+                            {logits});
+    Tensor block = logits.clone();
+    const std::vector<double> row_loss = cross_entropy_rows_inplace(block, 3, 0.25).to_vector();
+    const Tensor log_p = log_softmax(logits);
+    for (int64_t r = 0; r < 5; ++r) {
+        CHECK(row_loss[static_cast<size_t>(r)] == doctest::Approx(-log_p.at(r * 9 + 3 + r)).epsilon(1e-12));
+        for (int64_t j = 0; j < 9; ++j)
+            CHECK(block.at(r * 9 + j) ==
+                  doctest::Approx(0.25 * (std::exp(log_p.at(r * 9 + j)) - (j == 3 + r ? 1.0 : 0.0))).epsilon(1e-12));
+    }
+    CHECK_ERROR_MENTIONS(cross_entropy_rows_inplace(block, 5, 1.0), "target columns [5, 10) are outside the 9 columns");
+}
