@@ -80,6 +80,7 @@
 #include "losses/infonce_symmetric.h"
 #include "nn/checkpoint_activations.h"
 #include "nn/model.h"
+#include "nn/memory_estimate.h"
 #include "nn/optimizer.h"
 #include "nn/sentence_transformers_folder.h"
 
@@ -205,9 +206,15 @@ StepRunner make_runner(const BenchStepOptions& options, int64_t batch, int64_t s
                   options.init, loaded.vocab_size, loaded.d_model, loaded.num_layers);
         NCE_CHECK(seq <= loaded.max_len, "bench step: --seq {} is longer than the model's max_seq_length {}", seq,
                   loaded.max_len);
-    } else {
-        runner.model = nn::make_model(model_config(model_name, seq), init, Dtype::Float32);
     }
+    const nn::ModelConfig config = options.init.empty() ? model_config(model_name, seq) : runner.model->config();
+    if (device == Device::CPU && !options.encode)  // a training step on the host, checked before it allocates
+        nn::check_training_memory(config, {.query_rows = batch, .query_tokens = seq,
+                                           .passage_rows = model_name == "sig_predictor" ? 0 : batch,
+                                           .passage_tokens = seq,
+                                           .checkpoint_activations = options.checkpoint_activations},
+                                  "lower --batch or --seq, or add --checkpoint-activations");
+    if (options.init.empty()) runner.model = nn::make_model(config, init, Dtype::Float32);
     runner.pairs_one_way = model_name == "minilm";
     runner.model->train(!options.encode);
     runner.model->to(device);  // before the optimizer takes the parameters' values

@@ -28,6 +28,7 @@
 #include "apps/commands.h"
 #include "retrieval/device_name.h"
 #include "retrieval/text_model.h"
+#include "retrieval/tokenizer_fingerprint.h"
 #include "data/reader_support.h"
 #include "data/text_cleaning.h"
 #include "data/tokenizer.h"
@@ -123,7 +124,8 @@ std::string prompt_of(const EncodeOptionsCli& options, const nn::ModelConfig& co
 }
 
 // --text: the texts (after --prompt's prompt) as token ids and mask [B, T] with the model's tokenizer.
-data::EncodedBatch read_texts(const EncodeOptionsCli& options, const nn::ModelConfig& config) {
+data::EncodedBatch read_texts(const EncodeOptionsCli& options, const nn::EmbeddingModel& model) {
+    const nn::ModelConfig& config = model.config();
     NCE_CHECK(config.kind != "sig_predictor", "encode: the model in '{}' is a {}, which does not read text: pass "
               "--features X.npy", options.model_path, config.kind);
     // The tokenizer: --tokenizer; a model folder's own; tokenizer.model beside a checkpoint, or
@@ -138,11 +140,7 @@ data::EncodedBatch read_texts(const EncodeOptionsCli& options, const nn::ModelCo
               "token ids need the tokenizer it was trained with (pass --tokenizer, or keep tokenizer.model beside the "
               "model)", tokenizer_path);
     data::Tokenizer tokenizer = data::Tokenizer::load(tokenizer_path);
-    NCE_CHECK(tokenizer.vocab_size() == config.vocab_size || (config.kind == "bert" &&
-                                                                 tokenizer.vocab_size() <= config.vocab_size),
-              "encode: tokenizer {} has {} pieces but the model in '{}' "
-              "was trained with {}; pass the tokenizer of its run", tokenizer_path, tokenizer.vocab_size(),
-              options.model_path, config.vocab_size);
+    retrieval::check_tokenizer_matches(tokenizer, model, options.model_path);
     int64_t max_length = options.max_length == 0 ? config.max_len : options.max_length;
     NCE_CHECK(max_length >= 1 && max_length <= config.max_len, "encode: --max-length must be in 1..{} (the model's "
               "max_len), got {}", config.max_len, max_length);
@@ -200,7 +198,7 @@ int run(const EncodeOptionsCli& options) {
     }
     Tensor input, mask;
     if (!options.text_path.empty()) {
-        data::EncodedBatch encoded = read_texts(options, model->config());
+        data::EncodedBatch encoded = read_texts(options, *model);
         input = encoded.ids;
         mask = encoded.mask;
     } else {

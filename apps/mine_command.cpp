@@ -40,6 +40,7 @@
 #include "retrieval/pairs/candidate_scorers.h"
 #include "retrieval/pairs/hard_negative_miner.h"
 #include "retrieval/pairs/pairs_app.h"
+#include "retrieval/tokenizer_fingerprint.h"
 #include "retrieval/run_config.h"
 #include "retrieval/text_model.h"
 #include "data/pairs_reader.h"
@@ -132,10 +133,8 @@ LoadedModel load_model_and_tokenizer(const MineOptionsCli& options) {
               "the tokenizer it was trained with (pass --tokenizer, or keep tokenizer.model beside --checkpoint)",
               tokenizer_path);
     loaded.tokenizer = std::make_unique<data::Tokenizer>(data::Tokenizer::load(tokenizer_path));
+    retrieval::check_tokenizer_matches(*loaded.tokenizer, *loaded.model, options.checkpoint_path);
     const nn::ModelConfig& config = loaded.model->config();
-    NCE_CHECK(loaded.tokenizer->vocab_size() == config.vocab_size, "mine: tokenizer {} has {} pieces but the model in "
-              "{} was trained with {}; pass the tokenizer of its run", tokenizer_path, loaded.tokenizer->vocab_size(),
-              options.checkpoint_path, config.vocab_size);
     loaded.max_length = options.max_length == 0 ? config.max_len : options.max_length;
     NCE_CHECK(loaded.max_length <= config.max_len, "mine: --max-length must be in 1..{} (the model's max_len), got {}",
               config.max_len, loaded.max_length);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "retrieval/text_model.h"
+#include "retrieval/tokenizer_fingerprint.h"
 #include "engine/atomic_file.h"
 #include "engine/error.h"
 #include "engine/json_nesting.h"

@@ -15,6 +15,7 @@
 
 #include "retrieval/device_name.h"
 #include "retrieval/data_sizes.h"
+#include "retrieval/tokenizer_fingerprint.h"
 #include "retrieval/dense_ranker.h"
 #include "retrieval/model_card.h"
 #include "retrieval/passage_index.h"
@@ -358,7 +359,7 @@ PretrainingReport pretrain_and_save(const RetrievalApp& app, const RunConfig& co
                                                      pretraining_step_limit(app, config),
                                                      training_follows ? "pretraining (training follows)" : "",
                                                      training_in_pretraining_steps);
-    nn::save_model(files.pretrained, model, {{"pretraining", "imitating BM25 on the corpus"}});
+    save_run_model(files.pretrained, model, tokenizer, {{"pretraining", "imitating BM25 on the corpus"}});
     fmt::print("pretrained {} steps on {} windows in {:.1f} s (last loss {:.4f}); on {} fresh pseudo-queries the source "
                "window is BM25's top 1 for {:.2f} of them and the model's for {:.2f}\n",
                report.steps, report.windows, report.seconds, report.last_loss, 200, report.teacher_top1,
@@ -578,6 +579,7 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
                                   : make_text_encoder(config, tokenizer.vocab_size()), config);
     std::unique_ptr<nn::EmbeddingModel> model, pretrained;
     nlohmann::json facts = split_and_tokenizer_facts(splits, tokenizer);
+    if (fine_tuning) check_run_memory(untrained->config(), config);
     facts["prompts"] = prompts_fact(*untrained);
     facts["model"] = nlohmann::json::parse(nn::config_to_json(untrained->config()));  // for the model card
     if (!config.init.empty()) {
@@ -647,7 +649,7 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
         fmt::print("term share: the terms' part weighs {:.3f} of the score, chosen on validation MRR@10 {:.3f} (as "
                    "learned {:.3f}: {:.3f})\n", share.share, share.mrr, share.learned_share, share.learned_mrr);
         facts["term_share"] = term_share_fact(share);
-        nn::save_model(files.model, *model,
+        save_run_model(files.model, *model, tokenizer,
                        {{"loss", training.best_step == 0 && pretrained ? "none (no step beat the pretrained model)"
                                                                        : config.loss}});
     }

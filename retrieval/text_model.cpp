@@ -12,6 +12,7 @@
 #include "data/text_prefix.h"
 #include "engine/error.h"
 #include "nn/checkpoint.h"
+#include "nn/memory_estimate.h"
 #include "nn/sentence_transformers_folder.h"
 
 namespace nce::retrieval {
@@ -58,13 +59,6 @@ std::vector<std::string> with_prompt(const std::string& prompt, std::vector<std:
     return texts;
 }
 
-void check_tokenizer_matches(const data::Tokenizer& tokenizer, const nn::EmbeddingModel& model,
-                             const std::string& checkpoint) {
-    NCE_CHECK(tokenizer.vocab_size() == model.config().vocab_size,
-              "checkpoint {}: its vocabulary ({}) does not match the tokenizer's ({}); use the tokenizer it was trained "
-              "with", checkpoint, model.config().vocab_size, tokenizer.vocab_size());
-}
-
 int64_t prompt_tokens(const data::Tokenizer& tokenizer, const std::string& prompt) {
     if (prompt.empty()) return 0;
     const data::Tokenizer::SpecialTokens specials = tokenizer.special_tokens();  // not the prompt's own
@@ -89,9 +83,25 @@ std::unique_ptr<nn::EmbeddingModel> with_model_prompts(std::unique_ptr<nn::Embed
     return prompted;
 }
 
+void check_run_memory(const nn::ModelConfig& model, const RunConfig& config) {
+    if (config.device != "cpu") return;  // the activations live on the GPU, whose allocator reports its own limit
+    nn::TrainingBatchShape batch;
+    batch.query_rows = config.mini_batch_size > 0 ? std::min(config.mini_batch_size, config.batch_size) : config.batch_size;
+    batch.query_tokens = config.max_query_length;
+    batch.passage_rows = batch.query_rows;
+    if (config.pretrain_steps != 0)  // a pretraining step scores each pseudo-query's candidates
+        batch.passage_rows = std::max(batch.passage_rows, config.pretrain_batch_size * config.pretrain_candidates);
+    batch.passage_tokens = config.max_passage_length;
+    batch.checkpoint_activations = config.checkpoint_activations;
+    nn::check_training_memory(model, batch, "lower --batch-size, the lengths, --d-model, --num-layers, "
+                              "--dim-feedforward or --lexical-dim, or add --mini-batch-size or --checkpoint-activations");
+}
+
 std::unique_ptr<nn::EmbeddingModel> make_text_encoder(const RunConfig& config, int64_t vocab_size) {
+    const nn::ModelConfig model_config = text_encoder_config(config, vocab_size);
+    check_run_memory(model_config, config);
     Generator generator(config.seed);
-    return nn::make_model(text_encoder_config(config, vocab_size), generator);
+    return nn::make_model(model_config, generator);
 }
 
 std::unique_ptr<nn::EmbeddingModel> load_text_encoder(const std::string& checkpoint_path) {

@@ -49,13 +49,14 @@ std::unique_ptr<nn::EmbeddingModel> with_model_prompts(std::unique_ptr<nn::Embed
                                                        const std::string& query_prompt,
                                                        const std::string& passage_prompt);
 
-// A freshly initialised text_encoder; the same config and seed give the same weights.
+// A freshly initialised text_encoder; the same config and seed give the same weights. Refused
+// first, with one line, when training it could not fit in memory (check_run_memory).
 std::unique_ptr<nn::EmbeddingModel> make_text_encoder(const RunConfig& config, int64_t vocab_size);
 
-// The tokenizer found beside `checkpoint` must be the one `model` was trained with: the same
-// number of ids (a re-run killed half way once left a new tokenizer beside an old model).
-void check_tokenizer_matches(const data::Tokenizer& tokenizer, const nn::EmbeddingModel& model,
-                             const std::string& checkpoint);
+// Throws nce::Error, one line with the estimate and the settings that lower it, when a training
+// step of `model` with the run's batch (its GradCache chunk, the lengths, corpus pretraining's
+// candidates, activation checkpointing) would not fit in memory (nn/memory_estimate.h).
+void check_run_memory(const nn::ModelConfig& model, const RunConfig& config);
 
 // Loads a model checkpoint that must hold a text_encoder: a missing file, a file that is not
 // a checkpoint, or a checkpoint of another model kind (a sig_predictor) is one error line

@@ -11,6 +11,7 @@
 #include "eval/rankings.h"
 #include "retrieval/dense_ranker.h"
 #include "retrieval/run_device.h"
+#include "retrieval/tokenizer_fingerprint.h"
 #include "data/batching.h"
 #include "distributed/data_parallel.h"
 #include "distributed/distributed_losses.h"
@@ -378,7 +379,7 @@ TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokeniz
     if (options.evaluate_every > 0 && std::filesystem::exists(files.best_checkpoint))
         report.best_step = nn::restore_training_checkpoint(files.best_checkpoint, model).step;
     model.train(false);
-    nn::save_model(files.model, model, {{"loss", config.loss}});
+    save_run_model(files.model, model, tokenizer, {{"loss", config.loss}});
     return report;
 }
 

@@ -176,11 +176,40 @@ expect_exit_zero "train with a smaller vocabulary"
 cp -r "$scratch/run" "$scratch/mixed"
 cp "$scratch/small_vocab/tokenizer.model" "$scratch/mixed/tokenizer.model"
 run train index --output "$scratch/mixed" --index "$scratch/mixed_index"
-expect_one_line_error "its vocabulary \\([0-9]+\\) does not match the tokenizer's" "$scratch/mixed_index" \
+expect_one_line_error "its vocabulary \\([0-9]+\\) does not match the tokenizer .*mixed/(index/)?tokenizer.model \\(90 pieces\\)" "$scratch/mixed_index" \
     "index with another run's tokenizer"
 cp "$scratch/small_vocab/tokenizer.model" "$scratch/mixed/index/tokenizer.model"
 run train search --output "$scratch/mixed" "where does the kalomi live"
-expect_one_line_error "its vocabulary \\([0-9]+\\) does not match the tokenizer's" "" "search with another tokenizer in the index"
+expect_one_line_error "its vocabulary \\([0-9]+\\) does not match the tokenizer .*mixed/(index/)?tokenizer.model \\(90 pieces\\)" "" "search with another tokenizer in the index"
+# A tokenizer with as many pieces, trained on other texts: the ids fit, the pieces are others.
+# The fingerprint the run wrote into its checkpoint tells them apart, in eval, index and encode.
+run train --config "$scratch/tiny.json" --train "$scratch/train.csv" --vocab-size 90 --no-pretrain --max-steps 2 \
+    --output "$scratch/small_vocab_other"
+expect_exit_zero "train another small vocabulary on other texts"
+cp -r "$scratch/small_vocab" "$scratch/swapped"
+cp "$scratch/small_vocab_other/tokenizer.model" "$scratch/swapped/tokenizer.model"
+run train eval --output "$scratch/swapped"
+expect_one_line_error "trained with another tokenizer than .*swapped/tokenizer.model \\(fingerprint [0-9a-f]{16}, the checkpoint's [0-9a-f]{16}\\), though both have 90 pieces" \
+    "" "eval with a tokenizer of as many pieces from another run"
+run train index --output "$scratch/swapped" --index "$scratch/swapped_index"
+expect_one_line_error "trained with another tokenizer" "$scratch/swapped_index" "index with that tokenizer"
+echo "a question" > "$scratch/one_text.txt"
+run encode --model "$scratch/swapped/model.safetensors" --text "$scratch/one_text.txt" --out "$scratch/swapped.npy"
+expect_one_line_error "trained with another tokenizer" "$scratch/swapped.npy" "encode with that tokenizer"
+# What cannot fit in memory is refused from the settings, before the model is made: one line
+# with the estimate, and the run's folder removed again.
+run train --config "$scratch/tiny.json" --train "$scratch/train.jsonl" --lexical-dim 1048576 --no-pretrain \
+    --max-query-length 64 --max-passage-length 128 --batch-size 64 --output "$scratch/huge_head"
+expect_one_line_error "training this model needs about [0-9.]+ GiB \\(the model and its optimizer .*, activations .* for 64 queries of 64 tokens and 64 passages of 128\\), more than .*; lower --batch-size" \
+    "$scratch/huge_head" "train --lexical-dim 2^20"
+# (AddressSanitizer maps terabytes of shadow memory, so a sanitized build cannot run under ulimit -v.)
+if ! ldd "$nce" | grep -q libasan; then
+    bash -c 'ulimit -v 1500000 && exec "$@"' limited "$nce" bench step --model text_encoder --batch 4096 --seq 512 \
+        --reps 1 --warmup 0 >"$stdout" 2>"$stderr" </dev/null
+    status=$?
+    expect_one_line_error "needs about .* more than what is left .* under the address-space limit \\(ulimit -v\\) of 1.4 GiB; lower --batch or --seq" \
+        "" "bench step over ulimit -v"
+fi
 run train eval --output "$scratch/nothing_here"
 expect_one_line_error "give the training pairs with --train" "$scratch/nothing_here" "train eval without a run or --train"
 

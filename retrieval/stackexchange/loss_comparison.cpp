@@ -8,6 +8,7 @@
 
 #include "retrieval/data_sizes.h"
 #include "retrieval/pretraining.h"
+#include "retrieval/tokenizer_fingerprint.h"
 #include "eval/rankings.h"
 #include "retrieval/svg_charts.h"
 #include "retrieval/text_model.h"
@@ -152,7 +153,7 @@ ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const 
         retrieval::PretrainingReport report = retrieval::pretrain_text_encoder(
             *model, tokenizer, dataset.passages, app.bm25_variants.back(), app.chunk_overlap, config,
             (fs::path(compare_dir) / "pretrain_log.jsonl").string());
-        nn::save_model(pretrained_path, *model, {{"pretraining", "imitating BM25 on the corpus"}});
+        retrieval::save_run_model(pretrained_path, *model, tokenizer, {{"pretraining", "imitating BM25 on the corpus"}});
         fmt::print("pretrained {} steps on {} windows in {:.1f} s; every loss starts from {}\n", report.steps,
                    report.windows, report.seconds, pretrained_path);
         pretraining_facts = {{"steps", report.steps}, {"windows", report.windows}, {"seconds", report.seconds},
