@@ -10,6 +10,7 @@
 #include "distributed/world.h"
 #ifdef NCE_HAVE_CUDA
 #include "engine/cuda/cuda_backend.h"
+#include "engine/message_text.h"
 #endif
 
 int main(int argc, char** argv) {
@@ -47,13 +48,15 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForVersion& version) {
         return app.exit(version);
     } catch (const CLI::ParseError& error) {
-        fmt::print(stderr, "nce: error: {}\n", nce::apps::parse_error_line(app, error));
+        fmt::print(stderr, "nce: error: {}\n", nce::one_line_message(nce::apps::parse_error_line(app, error)));
         return 2;
     } catch (const std::exception& error) {
         // With several processes, one rank's error ends them all (MPI_Abort): none is left
         // waiting in a collective for it.
-        if (nce::distributed::world().size() > 1) nce::distributed::abort_world(error.what());
-        fmt::print(stderr, "nce: error: {}\n", error.what());
+        // Whatever the message quotes from a file is escaped and bounded here, so it is one line.
+        const std::string line = nce::one_line_message(error.what());
+        if (nce::distributed::world().size() > 1) nce::distributed::abort_world(line);
+        fmt::print(stderr, "nce: error: {}\n", line);
         return 1;
     }
     return exit_code;

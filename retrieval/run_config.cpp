@@ -23,6 +23,7 @@
 #include "engine/error.h"
 #include "engine/gemm_precision.h"
 #include "engine/json_nesting.h"
+#include "engine/message_text.h"
 #include "losses/loss.h"
 #include "nn/model.h"
 #include "nn/schedule.h"
@@ -484,17 +485,6 @@ RunFiles::RunFiles(const std::string& output_folder)
 
 namespace {
 
-// A file name as a message shows it: quoted, control bytes escaped (a newline or a terminal
-// escape in a name cannot break the line), cut at 60 bytes.
-std::string quoted_for_message(const std::string& name) {
-    std::string shown;
-    for (size_t i = 0; i < name.size() && i < 60; ++i) {
-        auto byte = static_cast<unsigned char>(name[i]);
-        shown += byte < 0x20 || byte == 0x7f ? fmt::format("\\x{:02x}", byte) : std::string(1, name[i]);
-    }
-    return "'" + shown + (name.size() > 60 ? "...'" : "'");
-}
-
 // A JSON object of at most 64 MB at `path` with every one of `keys`: a run's config.json
 // ("loss", "max_steps", "seed") or the results.json an eval writes ("app", "rows", "against_bm25").
 bool is_nce_json(const fs::path& path, std::initializer_list<const char*> keys) {
@@ -550,8 +540,8 @@ void check_output_folder(const std::string& output) {
     }
     if (names.empty()) return;
     std::sort(names.begin(), names.end());
-    std::string shown = quoted_for_message(names.front());
-    for (size_t i = 1; i < std::min<size_t>(names.size(), 3); ++i) shown += ", " + quoted_for_message(names[i]);
+    std::string shown = quoted_for_message(names.front(), 60);
+    for (size_t i = 1; i < std::min<size_t>(names.size(), 3); ++i) shown += ", " + quoted_for_message(names[i], 60);
     fail("--output {}: the folder holds files that are not an nce run's ({}{}), which the run would overwrite; give a "
          "new or empty folder, or a previous run's", output, shown, names.size() > 3 ? ", ..." : "");
 }

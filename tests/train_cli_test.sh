@@ -196,6 +196,29 @@ expect_one_line_error "trained with another tokenizer" "$scratch/swapped_index" 
 echo "a question" > "$scratch/one_text.txt"
 run encode --model "$scratch/swapped/model.safetensors" --text "$scratch/one_text.txt" --out "$scratch/swapped.npy"
 expect_one_line_error "trained with another tokenizer" "$scratch/swapped.npy" "encode with that tokenizer"
+# A tensor name with a newline, a terminal escape and 20,000 bytes: the error is still one line,
+# escaped, cut at 4 KiB (apps/nce.cpp prints every error through engine/message_text.h).
+/usr/bin/python3 - "$scratch/run/model.safetensors" "$scratch/evil/model.safetensors" <<'PY'
+import json, os, struct, sys
+data = open(sys.argv[1], "rb").read()
+size = struct.unpack("<Q", data[:8])[0]
+header = json.loads(data[8:8 + size])
+first = next(name for name in header if name != "__metadata__")
+header["evil\nname\x1b[31m" + "x" * 20000] = header.pop(first)
+text = json.dumps(header).encode()
+text += b" " * (-len(text) % 8)
+os.makedirs(os.path.dirname(sys.argv[2]), exist_ok=True)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(text)) + text + data[8 + size:])
+PY
+cp "$scratch/run/tokenizer.model" "$scratch/evil/"
+run encode --model "$scratch/evil/model.safetensors" --text "$scratch/texts.txt" --out "$scratch/evil.npy"
+expect_one_line_error "tensor 'evil\\\\x0aname\\\\x1b\\[31mxxx.*\\.\\.\\. \\([0-9]+ more bytes\\)$" "$scratch/evil.npy" \
+    "a tensor name with a newline and an escape"
+if [[ $(wc -c <"$stderr") -le 4200 ]] && ! grep -q $'\x1b' "$stderr"; then
+    pass "that line is at most 4 KiB and holds no escape byte"
+else
+    fail "that line is $(wc -c <"$stderr") bytes or holds an escape byte"
+fi
 # What cannot fit in memory is refused from the settings, before the model is made: one line
 # with the estimate, and the run's folder removed again.
 run train --config "$scratch/tiny.json" --train "$scratch/train.jsonl" --lexical-dim 1048576 --no-pretrain \
