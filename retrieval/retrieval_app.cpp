@@ -15,6 +15,7 @@
 
 #include "retrieval/device_name.h"
 #include "retrieval/data_sizes.h"
+#include "retrieval/run_estimate.h"
 #include "retrieval/tokenizer_fingerprint.h"
 #include "retrieval/dense_ranker.h"
 #include "retrieval/model_card.h"
@@ -323,20 +324,45 @@ int64_t pretraining_step_limit(const RetrievalApp& app, const RunConfig& config)
 // The run's phases and their steps, printed before the first one starts (the progress lines
 // then give each phase's ETA): pretraining's count is the one pretrain_text_encoder will take.
 void print_plan(const RetrievalApp& app, const RunConfig& config, const data::Tokenizer& tokenizer,
-                const data::RetrievalDataset& dataset, const nn::EmbeddingModel& model, bool pretraining) {
+                const data::RetrievalDataset& dataset, const data::DatasetSplits& splits, nn::EmbeddingModel& model,
+                bool pretraining) {
+    const int64_t window = passage_window(tokenizer, model.config().passage_prompt, config.max_passage_length,
+                                          app.chunk_overlap);
+    const auto windows_of = [&](const std::vector<data::Passage>& passages) {
+        return chunk_passages(passages, tokenizer, window, app.chunk_overlap);
+    };
+    RunWork work;
     std::string phases;
     if (pretraining) {
-        int64_t window = passage_window(tokenizer, model.config().passage_prompt, config.max_passage_length,
-                                        app.chunk_overlap);
-        int64_t windows =
-            static_cast<int64_t>(chunk_passages(dataset.passages, tokenizer, window, app.chunk_overlap).size());
-        phases = fmt::format("corpus pretraining, {} steps of {} pseudo-queries; then ",
-                             pretraining_steps(config, windows, pretraining_step_limit(app, config)),
+        work.pretraining_steps = pretraining_steps(config, static_cast<int64_t>(windows_of(dataset.passages).size()),
+                                                   pretraining_step_limit(app, config));
+        work.pretraining_candidates = config.pretrain_candidates;
+        phases = fmt::format("corpus pretraining, {} steps of {} pseudo-queries; then ", work.pretraining_steps,
                              config.pretrain_batch_size);
     }
-    fmt::print("plan: {}training, {} steps of {} rows{}; a progress line gives each phase's ETA\n", phases,
-               config.max_steps, config.batch_size,
-               config.evaluate_every > 0 ? fmt::format(", validation every {} steps", config.evaluate_every) : "");
+    work.training_steps = config.max_steps;
+    work.validations = config.evaluate_every > 0 ? config.max_steps / config.evaluate_every : 0;
+    work.validation_queries = static_cast<int64_t>(splits.validation.queries.size());
+    work.validation_windows = static_cast<int64_t>(windows_of(splits.validation.passages).size());
+    work.test_queries = static_cast<int64_t>(splits.test.queries.size());
+    const std::vector<PassageChunk> test_windows = windows_of(splits.test.passages);
+    work.test_windows = static_cast<int64_t>(test_windows.size());
+    work.evaluated_models = pretraining ? 3 : 2;  // the untrained or zero-shot row, the trained one, the pretrained one
+    std::vector<std::string> probe_queries, probe_passages;
+    for (const data::Query& query : splits.train.queries) probe_queries.push_back(query.text);
+    const std::vector<data::Passage> first_passages(
+        splits.train.passages.begin(),
+        splits.train.passages.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(16, splits.train.passages.size())));
+    for (const PassageChunk& chunk : windows_of(first_passages)) probe_passages.push_back(chunk.text);
+    const RunEstimate estimate =
+        estimate_run(probe_text_costs(model, tokenizer, probe_queries, probe_passages, config), work, config);
+    std::string parts = pretraining ? fmt::format("pretraining ~{}, ", rough_duration(estimate.pretraining)) : "";
+    parts += fmt::format("training ~{}, evaluation ~{}", rough_duration(estimate.training),
+                         rough_duration(estimate.evaluation));
+    fmt::print("plan: {}training, {} steps of {} rows{}; about {} in all ({}, timed on a probe of 16 texts; each "
+               "phase's progress line gives its own ETA)\n", phases, config.max_steps, config.batch_size,
+               config.evaluate_every > 0 ? fmt::format(", validation every {} steps", config.evaluate_every) : "",
+               rough_duration(estimate.total()), parts);
     std::fflush(stdout);
 }
 
@@ -585,11 +611,11 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     if (!config.init.empty()) {
         model = to_run_device(load_init(config, tokenizer.vocab_size()), config);
         fmt::print("starting from {} (no corpus pretraining)\n", config.init);
-        print_plan(app, config, tokenizer, dataset, *model, false);
+        print_plan(app, config, tokenizer, dataset, splits, *model, false);
         facts["init"] = config.init;
     } else {
         model = to_run_device(make_text_encoder(config, tokenizer.vocab_size()), config);
-        print_plan(app, config, tokenizer, dataset, *model, config.pretrain_steps != 0);
+        print_plan(app, config, tokenizer, dataset, splits, *model, config.pretrain_steps != 0);
         if (config.pretrain_steps != 0) {
             facts["pretraining"] = pretraining_facts(
                 pretrain_and_save(app, config, files, tokenizer, dataset, *model, /*training_follows=*/true));

@@ -254,8 +254,8 @@ run train --train "$scratch/train.jsonl" --d-model 32 --nhead 2 --num-layers 1 -
     --pretrain-batch-size 8 --output "$scratch/bounded"
 expect_exit_zero "train --max-steps 4 with corpus pretraining"
 expect_in "$stdout" "^pretrained 4 steps on" "--max-steps 4 bounds pretraining to 4 steps"
-expect_in "$stdout" "^plan: corpus pretraining, 4 steps of 8 pseudo-queries; then training, 4 steps of [0-9]+ rows" \
-    "the run prints its plan before it starts"
+expect_in "$stdout" "^plan: corpus pretraining, 4 steps of 8 pseudo-queries; then training, 4 steps of [0-9]+ rows.*; about [0-9]+ s in all \\(pretraining ~[0-9]+ s, training ~[0-9]+ s, evaluation ~[0-9]+ s" \
+    "the run prints its plan and an estimate before it starts"
 cp "$scratch/train.jsonl" "$scratch/pairs.data"
 run train --config "$scratch/tiny.json" --train "$scratch/pairs.data" --format jsonl --no-pretrain --max-steps 2 \
     --output "$scratch/format"
