@@ -4,6 +4,7 @@
 
 #include "losses/losses.h"
 #include "losses/worked_example.h"
+#include "tests/loss_test_helpers.h"
 #include "tests/test_helpers.h"
 
 using namespace nce;
@@ -11,12 +12,7 @@ using namespace nce::testing;
 using losses::InputKind;
 using losses::ParamRule;
 
-namespace {
-
-Tensor unit_rows(Generator& generator, int64_t rows, int64_t dim) {
-    Tensor x = generator.normal({rows, dim}, Dtype::Float64);
-    return x / sqrt(sum(x * x, 1, true));
-}
+namespace loss_registry_tests {
 
 // A made-up loss with one parameter per rule and one input per kind, to test the registry
 // without depending on any real loss's definition.
@@ -38,7 +34,6 @@ losses::LossDefinition every_rule_loss() {
 
 std::map<std::string, Tensor> x_only() { return {{"x", Tensor::zeros({2, 3}, Dtype::Float64)}}; }
 
-}  // namespace
 
 TEST_CASE("registry: all_losses lists the spec's tables in order; find_loss finds each by name") {
     std::vector<std::string> expected{"infonce",   "infonce_symmetric", "ntxent",  "multi_positive", "rank_infonce",
@@ -245,3 +240,5 @@ TEST_CASE("worked examples: every loss has one, and each closed-form gradient of
         }
     }
 }
+
+}  // namespace loss_registry_tests

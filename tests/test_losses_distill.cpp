@@ -16,12 +16,15 @@
 
 #include "losses/losses.h"
 #include "losses/random_inputs.h"
+#include "tests/loss_test_helpers.h"
 #include "tests/test_helpers.h"
 
 using namespace nce;
 using namespace nce::losses;
 
-namespace {
+using testing::scaled_error;
+
+namespace distill_tests {
 
 using Real = long double;
 using testing::evaluate_loss;
@@ -30,19 +33,6 @@ using testing::LossFunction;
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 // ---- helpers ---------------------------------------------------------------------------
-
-// |actual - expected| relative to the size of expected (absolute below 1).
-double relative_error(double actual, Real expected) {
-    Real scale = std::max<Real>(std::fabs(expected), 1.0L);
-    return static_cast<double>(std::fabs(static_cast<Real>(actual) - expected) / scale);
-}
-
-// Largest entry difference relative to the largest entry of `expected` (absolute below 1).
-double relative_error(const Tensor& actual, const Tensor& expected) {
-    REQUIRE_MESSAGE(actual.shape() == expected.shape(),
-                    shape_string(actual.shape()) << " vs " << shape_string(expected.shape()));
-    return max_abs_difference(actual, expected) / std::max(max_abs(expected), 1.0);
-}
 
 bool all_finite(const LossAndGrads& result) {
     bool finite = nce::all_finite(result.loss);
@@ -206,15 +196,15 @@ TEST_CASE("distill_kl: hand backward equals finite differences, composition and 
                     LossAndGrads hand = evaluate_loss(hand_distill_kl(teacher, tau, teacher_tau), inputs);
                     LossAndGrads composed = evaluate_loss(composed_distill_kl(teacher, tau, teacher_tau), inputs);
                     CHECK(hand.loss.rank() == 0);  // a scalar
-                    CHECK(relative_error(hand.loss, composed.loss) < 1e-12);
-                    CHECK(relative_error(hand.grads[0], composed.grads[0]) < 1e-12);
-                    CHECK(relative_error(hand.grads[1], composed.grads[1]) < 1e-12);
-                    CHECK(relative_error(hand.loss.item(),
+                    CHECK(scaled_error(hand.loss, composed.loss) < 1e-12);
+                    CHECK(scaled_error(hand.grads[0], composed.grads[0]) < 1e-12);
+                    CHECK(scaled_error(hand.grads[1], composed.grads[1]) < 1e-12);
+                    CHECK(scaled_error(hand.loss.item(),
                                          naive_distill_kl(problem.q, problem.c, teacher, tau, teacher_tau)) < 1e-12);
                     std::vector<Tensor> closed_form =
                         naive_distill_kl_gradients(problem.q, problem.c, teacher, tau, teacher_tau);
-                    CHECK(relative_error(hand.grads[0], closed_form[0]) < 1e-12);
-                    CHECK(relative_error(hand.grads[1], closed_form[1]) < 1e-12);
+                    CHECK(scaled_error(hand.grads[0], closed_form[0]) < 1e-12);
+                    CHECK(scaled_error(hand.grads[1], closed_form[1]) < 1e-12);
                 }
             }
         }
@@ -245,7 +235,7 @@ TEST_CASE("distill_kl: closed forms (uniform teacher; P = t gives 0; shifts and 
         Real expected = 0;
         for (Real log_P : naive_log_student(problem.q, problem.c, tau))
             expected += (-std::log(static_cast<Real>(K)) - log_P) / (N * K);
-        CHECK(relative_error(evaluate_loss(hand_distill_kl(uniform, tau, 1.0), inputs).loss.item(), expected) < 1e-12);
+        CHECK(scaled_error(evaluate_loss(hand_distill_kl(uniform, tau, 1.0), inputs).loss.item(), expected) < 1e-12);
     }
     // q = 0 makes every logit 0, so P is uniform; with a uniform teacher P = t: L = 0, and every
     // gradient, (P - t)/N times something, is 0.
@@ -261,21 +251,21 @@ TEST_CASE("distill_kl: closed forms (uniform teacher; P = t gives 0; shifts and 
     Tensor shifted = problem.teacher + Tensor::from_vector({3.0, -7.0, 100.0, 0.5}, {N, 1}, Dtype::Float64);
     LossAndGrads base = evaluate_loss(hand_distill_kl(problem.teacher, tau, 2.0), inputs);
     LossAndGrads moved = evaluate_loss(hand_distill_kl(shifted, tau, 2.0), inputs);
-    CHECK(relative_error(moved.loss, base.loss) < 1e-13);
-    CHECK(relative_error(moved.grads[0], base.grads[0]) < 1e-13);
+    CHECK(scaled_error(moved.loss, base.loss) < 1e-13);
+    CHECK(scaled_error(moved.grads[0], base.grads[0]) < 1e-13);
     // teacher_tau divides the scores: (teacher, teacher_tau = 2) is (teacher / 2, teacher_tau = 1).
     LossAndGrads divided = evaluate_loss(hand_distill_kl(problem.teacher / 2.0, tau, 1.0), inputs);
-    CHECK(relative_error(divided.loss, base.loss) < 1e-13);
-    CHECK(relative_error(divided.grads[1], base.grads[1]) < 1e-13);
+    CHECK(scaled_error(divided.loss, base.loss) < 1e-13);
+    CHECK(scaled_error(divided.grads[1], base.grads[1]) < 1e-13);
     // listwise is this loss with teacher_tau = tau when every row's top score is <= 0 (its
     // scores are then used as they are): two losses written apart agree, gradients included.
     Tensor nonpositive = generator.uniform({N, K}, Dtype::Float64, -3.0, -0.1);
     LossAndGrads ours = evaluate_loss(hand_distill_kl(nonpositive, tau, tau), inputs);
     LossAndGrads theirs = evaluate_loss(
         [&](const std::vector<Var>& x) { return listwise(x[0], x[1], nonpositive, tau); }, inputs);
-    CHECK(relative_error(ours.loss, theirs.loss) < 1e-12);
-    CHECK(relative_error(ours.grads[0], theirs.grads[0]) < 1e-12);
-    CHECK(relative_error(ours.grads[1], theirs.grads[1]) < 1e-12);
+    CHECK(scaled_error(ours.loss, theirs.loss) < 1e-12);
+    CHECK(scaled_error(ours.grads[0], theirs.grads[0]) < 1e-12);
+    CHECK(scaled_error(ours.grads[1], theirs.grads[1]) < 1e-12);
 }
 
 TEST_CASE("distill_kl: 0·log 0 = 0, from a -inf teacher score and from a teacher so peaked that t underflows") {
@@ -291,16 +281,16 @@ TEST_CASE("distill_kl: 0·log 0 = 0, from a -inf teacher score and from a teache
     ruled_out = with_score(ruled_out, 2, 0, -kInfinity);  // row 2: two of four candidates ruled out
     LossAndGrads masked = evaluate_loss(hand_distill_kl(ruled_out, tau, 1.0), inputs);
     REQUIRE(all_finite(masked));
-    CHECK(relative_error(masked.loss.item(), naive_distill_kl(problem.q, problem.c, ruled_out, tau, 1.0)) < 1e-12);
+    CHECK(scaled_error(masked.loss.item(), naive_distill_kl(problem.q, problem.c, ruled_out, tau, 1.0)) < 1e-12);
     std::vector<Tensor> closed_form = naive_distill_kl_gradients(problem.q, problem.c, ruled_out, tau, 1.0);
-    CHECK(relative_error(masked.grads[0], closed_form[0]) < 1e-12);
-    CHECK(relative_error(masked.grads[1], closed_form[1]) < 1e-12);
+    CHECK(scaled_error(masked.grads[0], closed_form[0]) < 1e-12);
+    CHECK(scaled_error(masked.grads[1], closed_form[1]) < 1e-12);
     check_finite_differences(hand_distill_kl(ruled_out, tau, 1.0), inputs, 1e-6);
     // A finite score 10^4 below the rest gives t = exp(-10^4) = 0 in float64 too: the same loss.
     Tensor far_below = with_score(with_score(with_score(problem.teacher, 0, 1, -1e4), 2, 3, -1e4), 2, 0, -1e4);
     LossAndGrads underflow = evaluate_loss(hand_distill_kl(far_below, tau, 1.0), inputs);
-    CHECK(relative_error(underflow.loss, masked.loss) < 1e-15);
-    CHECK(relative_error(underflow.grads[1], masked.grads[1]) < 1e-15);
+    CHECK(scaled_error(underflow.loss, masked.loss) < 1e-15);
+    CHECK(scaled_error(underflow.grads[1], masked.grads[1]) < 1e-15);
 
     // A teacher so peaked that t is one-hot in float64 (scores 1000 apart, or a teacher_tau of
     // 1e-300): t log t is 1·0 at the top and 0·log 0 elsewhere, so L is the cross-entropy
@@ -319,10 +309,10 @@ TEST_CASE("distill_kl: 0·log 0 = 0, from a -inf teacher score and from a teache
         CAPTURE(c.what);
         LossAndGrads result = evaluate_loss(hand_distill_kl(c.teacher, tau, c.teacher_tau), inputs);
         REQUIRE(all_finite(result));
-        CHECK(relative_error(result.loss.item(), cross_entropy) < 1e-12);
+        CHECK(scaled_error(result.loss.item(), cross_entropy) < 1e-12);
         std::vector<Tensor> expected = naive_distill_kl_gradients(problem.q, problem.c, peaked, tau, 1.0);
-        CHECK(relative_error(result.grads[0], expected[0]) < 1e-12);
-        CHECK(relative_error(result.grads[1], expected[1]) < 1e-12);
+        CHECK(scaled_error(result.grads[0], expected[0]) < 1e-12);
+        CHECK(scaled_error(result.grads[1], expected[1]) < 1e-12);
     }
 }
 
@@ -343,17 +333,17 @@ TEST_CASE("distill_kl: stable for tau = 1e-4, logits in the thousands, huge teac
         Tensor teacher = problem.teacher * c.score_scale;
         LossAndGrads result = evaluate_loss(hand_distill_kl(teacher, c.tau, c.teacher_tau), {q, problem.c});
         REQUIRE(all_finite(result));
-        CHECK(relative_error(result.loss.item(), naive_distill_kl(q, problem.c, teacher, c.tau, c.teacher_tau)) < 1e-9);
+        CHECK(scaled_error(result.loss.item(), naive_distill_kl(q, problem.c, teacher, c.tau, c.teacher_tau)) < 1e-9);
         std::vector<Tensor> expected = naive_distill_kl_gradients(q, problem.c, teacher, c.tau, c.teacher_tau);
-        CHECK(relative_error(result.grads[0], expected[0]) < 1e-9);
-        CHECK(relative_error(result.grads[1], expected[1]) < 1e-9);
+        CHECK(scaled_error(result.grads[0], expected[0]) < 1e-9);
+        CHECK(scaled_error(result.grads[1], expected[1]) < 1e-9);
     }
     // Identical candidates: P is uniform whatever q is; L = KL(t || uniform), finite.
     Tensor row = random_unit_rows(generator, 1, d);
     Tensor same = concat(std::vector<Tensor>(static_cast<size_t>(N * K), row), 0).reshape({N, K, d});
     LossAndGrads result = evaluate_loss(hand_distill_kl(problem.teacher, 1e-4, 1.0), {problem.q, same});
     CHECK(all_finite(result));
-    CHECK(relative_error(result.loss.item(), naive_distill_kl(problem.q, same, problem.teacher, 1e-4, 1.0)) < 1e-12);
+    CHECK(scaled_error(result.loss.item(), naive_distill_kl(problem.q, same, problem.teacher, 1e-4, 1.0)) < 1e-12);
 }
 
 TEST_CASE("distill_kl: float32 gives float32 results that agree with float64") {
@@ -366,10 +356,10 @@ TEST_CASE("distill_kl: float32 gives float32 results that agree with float64") {
             LossAndGrads f32 = evaluate_loss(hand_distill_kl(teacher.to(Dtype::Float32), tau, 1.0),
                                         {problem.q.to(Dtype::Float32), problem.c.to(Dtype::Float32)});
             CHECK(f32.loss.dtype() == Dtype::Float32);
-            CHECK(relative_error(f32.loss.to(Dtype::Float64), f64.loss) < 1e-5);
+            CHECK(scaled_error(f32.loss.to(Dtype::Float64), f64.loss) < 1e-5);
             for (size_t k = 0; k < 2; ++k) {
                 CHECK(f32.grads[k].dtype() == Dtype::Float32);
-                CHECK(relative_error(f32.grads[k].to(Dtype::Float64), f64.grads[k]) < 1e-4);
+                CHECK(scaled_error(f32.grads[k].to(Dtype::Float64), f64.grads[k]) < 1e-4);
             }
         }
     }
@@ -428,7 +418,7 @@ TEST_CASE("distill_kl: bad inputs throw one line naming the input or parameter")
     Tensor one_finite = Tensor::from_vector({-kInfinity, 0.5, -kInfinity, -kInfinity}, {1, 4}, Dtype::Float64);
     Var one = distill_kl(Var(slice(problem.q, 0, 0, 1)), Var(slice(problem.c, 0, 0, 1)), one_finite);
     CHECK(nce::all_finite(one.value()));
-    CHECK(relative_error(one.value().item(), naive_distill_kl(slice(problem.q, 0, 0, 1), slice(problem.c, 0, 0, 1),
+    CHECK(scaled_error(one.value().item(), naive_distill_kl(slice(problem.q, 0, 0, 1), slice(problem.c, 0, 0, 1),
                                                                one_finite, 0.05, 1.0)) < 1e-12);
 }
 
@@ -466,7 +456,7 @@ TEST_CASE("distill_kl: the definition takes the spec's inputs and defaults; comp
     CHECK(through_registry.value().item() == typed.loss.item());
     CHECK(max_abs_difference(arguments.input("q").grad(), typed.grads[0]) == 0);
     CHECK(max_abs_difference(arguments.input("c").grad(), typed.grads[1]) == 0);
-    CHECK(relative_error(through_registry.value().item(),
+    CHECK(scaled_error(through_registry.value().item(),
                          naive_distill_kl(example["q"], example["c"], example["teacher"], 0.2, 0.7)) < 1e-12);
     CHECK_ERROR_MENTIONS(make_arguments(definition, example, {{"teacher_tau", "0"}}),
                          "distill_kl: parameter teacher_tau must be > 0");
@@ -495,4 +485,4 @@ TEST_CASE("distill_kl: the registry's gradient checks (nce gradcheck distill_kl)
     CHECK(cases == 2);
 }
 
-}  // namespace
+}  // namespace distill_tests

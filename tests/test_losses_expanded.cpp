@@ -7,12 +7,13 @@
 #include "losses/losses.h"
 #include "losses/random_inputs.h"
 #include "losses/worked_example.h"
+#include "tests/loss_test_helpers.h"
 #include "tests/test_helpers.h"
 
 using namespace nce;
 using namespace nce::testing;
 
-namespace {
+namespace expanded_tests {
 
 using InfonceFunction = Var (*)(const Var&, const Var&, const Var&, const Var&, double);
 
@@ -25,7 +26,6 @@ LossFunction bind(InfonceFunction loss, bool has_negatives, bool learnable, doub
     };
 }
 
-}  // namespace
 
 TEST_CASE("infonce_expanded and infonce_symmetric_expanded: the fused losses' values and gradients") {
     Generator generator(7);
@@ -64,3 +64,5 @@ TEST_CASE("infonce_expanded: its graph is the derivation's ops; registered for i
     CHECK(losses::find_expanded_loss("triplet") == nullptr);
     for (const std::string& name : losses::expanded_loss_names()) CHECK(losses::find_expanded_loss(name) != nullptr);
 }
+
+}  // namespace expanded_tests

@@ -15,10 +15,13 @@
 #include "losses/random_inputs.h"
 #include "losses/random_query_groups.h"
 #include "losses/soft_target_cross_entropy.h"
+#include "tests/loss_test_helpers.h"
 #include "tests/test_helpers.h"
 
 namespace nce {
-namespace {
+using testing::relative_to_larger;
+
+namespace grouped_tests {
 
 using losses::RankInfonceOptions;
 
@@ -280,19 +283,12 @@ void check_finite_differences(const LossOf& loss_of, const Tensor& q, const Tens
     CHECK_MESSAGE(result.passed, "max_rel_error " << result.max_rel_error << " > " << result.tolerance);
 }
 
-// max |a - b| over the larger of max |a|, max |b|: the error relative to the values' scale.
-double relative_error(const Tensor& a, const Tensor& b) {
-    REQUIRE(a.shape() == b.shape());
-    double scale = std::max(max_abs(a), max_abs(b));
-    return scale == 0 ? 0 : max_abs_difference(a, b) / scale;
-}
-
 void check_same_loss_and_gradients(const Evaluated& ours, const Evaluated& reference, double tolerance) {
-    CHECK(relative_error(ours.loss, reference.loss) < tolerance);
-    CHECK(relative_error(ours.dq, reference.dq) < tolerance);
-    CHECK(relative_error(ours.dp, reference.dp) < tolerance);
+    CHECK(relative_to_larger(ours.loss, reference.loss) < tolerance);
+    CHECK(relative_to_larger(ours.dq, reference.dq) < tolerance);
+    CHECK(relative_to_larger(ours.dp, reference.dp) < tolerance);
     REQUIRE(ours.dlog_tau.defined() == reference.dlog_tau.defined());
-    if (reference.dlog_tau.defined()) CHECK(relative_error(ours.dlog_tau, reference.dlog_tau) < tolerance);
+    if (reference.dlog_tau.defined()) CHECK(relative_to_larger(ours.dlog_tau, reference.dlog_tau) < tolerance);
 }
 
 // Both losses evaluated at (q, p, log_tau): loss and every gradient equal to `tolerance`.
@@ -324,7 +320,6 @@ Tensor paired_query_ids(int64_t rows) {
     return query_ids(ids);
 }
 
-}  // namespace
 
 // =======================================================================================
 // The shared core: cross-entropy against a matrix of target weights
@@ -652,10 +647,10 @@ TEST_CASE("grouped losses: float32 agrees with float64") {
             evaluate(loss_of, q.to(Dtype::Float32), p.to(Dtype::Float32), one_log_tau(0.1).to(Dtype::Float32));
         CHECK(narrow.loss.dtype() == Dtype::Float32);
         CHECK(narrow.dq.dtype() == Dtype::Float32);
-        CHECK(relative_error(narrow.loss.to(Dtype::Float64), wide.loss) < 1e-5);
-        CHECK(relative_error(narrow.dq.to(Dtype::Float64), wide.dq) < 1e-4);
-        CHECK(relative_error(narrow.dp.to(Dtype::Float64), wide.dp) < 1e-4);
-        CHECK(relative_error(narrow.dlog_tau.to(Dtype::Float64), wide.dlog_tau) < 1e-4);
+        CHECK(relative_to_larger(narrow.loss.to(Dtype::Float64), wide.loss) < 1e-5);
+        CHECK(relative_to_larger(narrow.dq.to(Dtype::Float64), wide.dq) < 1e-4);
+        CHECK(relative_to_larger(narrow.dp.to(Dtype::Float64), wide.dp) < 1e-4);
+        CHECK(relative_to_larger(narrow.dlog_tau.to(Dtype::Float64), wide.dlog_tau) < 1e-4);
     }
 }
 
@@ -782,5 +777,7 @@ TEST_CASE("grouped losses: examples have groups of 1 to 3 rows and ranks 0..|G|-
         }
     }
 }
+
+}  // namespace grouped_tests
 
 }  // namespace nce

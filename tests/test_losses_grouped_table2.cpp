@@ -16,10 +16,13 @@
 #include "losses/losses.h"
 #include "losses/random_inputs.h"
 #include "losses/random_query_groups.h"
+#include "tests/loss_test_helpers.h"
 #include "tests/test_helpers.h"
 
 namespace nce {
-namespace {
+using testing::relative_to_larger;
+
+namespace grouped_table2_tests {
 
 // ---------------------------------------------------------------------------------------
 // Inputs
@@ -316,22 +319,15 @@ Evaluated evaluate(const LossOf& loss_of, const std::vector<Tensor>& inputs) {
     return result;
 }
 
-// max |a - b| over the larger of max |a|, max |b|: the error relative to the values' scale.
-double relative_error(const Tensor& a, const Tensor& b) {
-    REQUIRE(a.shape() == b.shape());
-    double scale = std::max(max_abs(a), max_abs(b));
-    return scale == 0 ? 0 : max_abs_difference(a, b) / scale;
-}
-
 // Loss and every gradient equal to `tolerance` (relative to the values' scale).
 void check_same_at(const LossOf& ours, const LossOf& reference, const std::vector<Tensor>& inputs,
                    double tolerance = 1e-12) {
     Evaluated mine = evaluate(ours, inputs), theirs = evaluate(reference, inputs);
-    CHECK(relative_error(mine.loss, theirs.loss) < tolerance);
+    CHECK(relative_to_larger(mine.loss, theirs.loss) < tolerance);
     for (size_t k = 0; k < inputs.size(); ++k) {
         CAPTURE(k);
         REQUIRE(mine.grads[k].defined());
-        CHECK(relative_error(mine.grads[k], theirs.grads[k]) < tolerance);
+        CHECK(relative_to_larger(mine.grads[k], theirs.grads[k]) < tolerance);
     }
 }
 
@@ -410,7 +406,6 @@ LossOf composed_cosent_of(const Tensor& label, double scale) {
     return [=](const std::vector<Var>& x) { return composed_cosent(x[0], x[1], label, scale); };
 }
 
-}  // namespace
 
 // =======================================================================================
 // multi_positive_in
@@ -696,9 +691,9 @@ TEST_CASE("margin_mse: closed forms (labels equal to the student's margins give 
                               Tensor::from_vector({0.6, 0.8}, {1, 2}, Dtype::Float64),
                               Tensor::from_vector({0, 1}, {1, 2}, Dtype::Float64)});
     check_close_to(one.loss.item(), 0.25, 1e-15);
-    CHECK(relative_error(one.grads[0], Tensor::from_vector({0.6, -0.2}, {1, 2}, Dtype::Float64)) < 1e-15);
-    CHECK(relative_error(one.grads[1], Tensor::from_vector({1, 0}, {1, 2}, Dtype::Float64)) < 1e-15);
-    CHECK(relative_error(one.grads[2], Tensor::from_vector({-1, 0}, {1, 2}, Dtype::Float64)) < 1e-15);
+    CHECK(relative_to_larger(one.grads[0], Tensor::from_vector({0.6, -0.2}, {1, 2}, Dtype::Float64)) < 1e-15);
+    CHECK(relative_to_larger(one.grads[1], Tensor::from_vector({1, 0}, {1, 2}, Dtype::Float64)) < 1e-15);
+    CHECK(relative_to_larger(one.grads[2], Tensor::from_vector({-1, 0}, {1, 2}, Dtype::Float64)) < 1e-15);
 }
 
 // =======================================================================================
@@ -753,7 +748,7 @@ TEST_CASE("cosent: closed forms (one pair is a softplus; only the order of the l
     // dL/dx_0 = scale sigmoid y_0, dL/dx_1 = -scale sigmoid y_1
     Tensor expected_dx =
         Tensor::from_vector({slope * 0.8, slope * 0.6, -slope * 0, -slope * 1}, {2, 2}, Dtype::Float64);
-    CHECK(relative_error(result.grads[0], expected_dx) < 1e-15);
+    CHECK(relative_to_larger(result.grads[0], expected_dx) < 1e-15);
     // Only the order of the labels matters, not their values.
     check_same_at(cosent_of(values_of({0.0, 1.0}), scale), cosent_of(values_of({-7.0, 2.5}), scale), {x, y}, 1e-15);
 }
@@ -873,7 +868,7 @@ TEST_CASE("second-table losses: float32 agrees with float64") {
         CHECK(std::abs(narrow.loss.to(Dtype::Float64).item() - wide_loss) < 1e-5 * std::max(1.0, std::abs(wide_loss)));
         for (size_t k = 0; k < c.inputs.size(); ++k) {
             CHECK(narrow.grads[k].dtype() == Dtype::Float32);
-            CHECK(relative_error(narrow.grads[k].to(Dtype::Float64), wide.grads[k]) < 1e-4);
+            CHECK(relative_to_larger(narrow.grads[k].to(Dtype::Float64), wide.grads[k]) < 1e-4);
         }
     }
 }
@@ -1013,5 +1008,7 @@ TEST_CASE("second-table losses: the grouped examples always hold a real group (t
         }
     }
 }
+
+}  // namespace grouped_table2_tests
 
 }  // namespace nce

@@ -9,19 +9,15 @@
 #include <vector>
 
 #include "losses/losses.h"
+#include "tests/loss_test_helpers.h"
 #include "tests/test_helpers.h"
 
 using namespace nce;
 using namespace nce::testing;
 
-namespace {
+namespace infonce_tests {
 
 using Function = std::function<Var(const std::vector<Var>&)>;
-
-Tensor unit_rows(Generator& generator, int64_t rows, int64_t dim) {
-    Tensor x = generator.normal({rows, dim}, Dtype::Float64);
-    return x / sqrt(sum(x * x, 1, true));
-}
 
 Tensor arange(int64_t n) {
     std::vector<int64_t> values(n);
@@ -45,19 +41,13 @@ Evaluation evaluate(const Function& f, const std::vector<Tensor>& inputs) {
     return result;
 }
 
-// max |a - b| relative to the largest |b|: "equal to ~1e-12" reads as relative_difference < 1e-12.
-double relative_difference(const Tensor& a, const Tensor& b) {
-    return max_abs_difference(a, b) / std::max(max_abs(b), 1e-300);
-}
-double relative_difference(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-300); }
-
 void check_same_evaluation(const Evaluation& hand, const Evaluation& reference, double tolerance) {
-    CHECK(relative_difference(hand.loss, reference.loss) < tolerance);
+    CHECK(relative_error(hand.loss, reference.loss) < tolerance);
     REQUIRE(hand.grads.size() == reference.grads.size());
     for (size_t k = 0; k < hand.grads.size(); ++k) {
         INFO("input " << k);
         CHECK(hand.grads[k].shape() == reference.grads[k].shape());
-        CHECK(relative_difference(hand.grads[k], reference.grads[k]) < tolerance);
+        CHECK(relative_error(hand.grads[k], reference.grads[k]) < tolerance);
     }
 }
 
@@ -224,7 +214,6 @@ const InfonceProblem kInfonceProblems[] = {
     {4, 6, 7, 2.0, true},   {3, 4, 1, 0.05, true},
 };
 
-}  // namespace
 
 // ---------------------------------------------------------------- infonce
 
@@ -256,13 +245,13 @@ TEST_CASE("infonce: forward equals a naive long-double reference, and cross_entr
         Tensor negatives = problem.M > 0 ? inputs[2] : Tensor();
         Var loss = bind_infonce(losses::infonce, problem)(std::vector<Var>(inputs.begin(), inputs.end()));
         CHECK(loss.shape() == Shape{});
-        CHECK(relative_difference(loss.value().item(),
+        CHECK(relative_error(loss.value().item(),
                                   static_cast<double>(naive_infonce(inputs[0], inputs[1], negatives, problem.tau))) <
               1e-12);
         if (problem.M == 0) {
             Tensor logits = matmul(inputs[0], inputs[1], Transpose::Second) / problem.tau;
             Var expected = cross_entropy(Var(logits), arange(problem.N));
-            CHECK(relative_difference(loss.value().item(), expected.value().item()) < 1e-12);
+            CHECK(relative_error(loss.value().item(), expected.value().item()) < 1e-12);
         }
     }
 }
@@ -293,12 +282,12 @@ TEST_CASE("infonce: gradients equal the closed forms (P - Y) C / (N tau), (P - Y
                 }
                 dtau -= G[i][j] * l[i][j] / tau;
             }
-        CHECK(relative_difference(hand.grads[0], to_tensor(dq)) < 1e-12);
+        CHECK(relative_error(hand.grads[0], to_tensor(dq)) < 1e-12);
         Matrix dp(dC.begin(), dC.begin() + N);
-        CHECK(relative_difference(hand.grads[1], to_tensor(dp)) < 1e-12);
-        if (problem.M > 0) CHECK(relative_difference(hand.grads[2], to_tensor(Matrix(dC.begin() + N, dC.end()))) < 1e-12);
+        CHECK(relative_error(hand.grads[1], to_tensor(dp)) < 1e-12);
+        if (problem.M > 0) CHECK(relative_error(hand.grads[2], to_tensor(Matrix(dC.begin() + N, dC.end()))) < 1e-12);
         if (problem.learnable)  // dL/dlog_tau = tau · dL/dtau
-            CHECK(relative_difference(hand.grads.back().item(), static_cast<double>(tau * dtau)) < 1e-12);
+            CHECK(relative_error(hand.grads.back().item(), static_cast<double>(tau * dtau)) < 1e-12);
     }
 }
 
@@ -313,7 +302,7 @@ TEST_CASE("infonce: log_tau below log(1e-4) clamps tau at 1e-4 and gets gradient
     CHECK(clamped.loss == fixed.loss);
     CHECK(clamped.grads[2].shape() == Shape{});
     CHECK(clamped.grads[2].item() == 0.0);
-    CHECK(relative_difference(clamped.grads[0], fixed.grads[0]) < 1e-15);
+    CHECK(relative_error(clamped.grads[0], fixed.grads[0]) < 1e-15);
 }
 
 // ---------------------------------------------------------------- infonce_symmetric
@@ -345,7 +334,7 @@ TEST_CASE("infonce_symmetric: equals 1/2 [infonce(q, p, neg) + infonce(p, q)] (n
         INFO("N " << problem.N << " M " << problem.M);
         std::vector<Tensor> inputs = infonce_inputs(problem, generator);
         Tensor negatives = problem.M > 0 ? inputs[2] : Tensor();
-        CHECK(relative_difference(
+        CHECK(relative_error(
                   bind_infonce(losses::infonce_symmetric, problem)(std::vector<Var>(inputs.begin(), inputs.end()))
                       .value()
                       .item(),
@@ -364,7 +353,6 @@ TEST_CASE("infonce_symmetric: equals 1/2 [infonce(q, p, neg) + infonce(p, q)] (n
 
 // ---------------------------------------------------------------- ntxent
 
-namespace {
 
 struct NtxentProblem {
     int64_t B, d;
@@ -391,7 +379,6 @@ Function bind_ntxent(NtxentSignature loss, const NtxentProblem& problem) {
     };
 }
 
-}  // namespace
 
 TEST_CASE("ntxent: hand backward equals finite differences, for z and log_tau, with and without mask_self") {
     Generator generator(31);
@@ -419,7 +406,7 @@ TEST_CASE("ntxent: forward equals a naive long-double reference; positive of row
         std::vector<Tensor> inputs = ntxent_inputs(problem, generator);
         Var loss = bind_ntxent(losses::ntxent, problem)(std::vector<Var>(inputs.begin(), inputs.end()));
         CHECK(loss.shape() == Shape{});
-        CHECK(relative_difference(loss.value().item(),
+        CHECK(relative_error(loss.value().item(),
                                   static_cast<double>(naive_ntxent(inputs[0], problem.tau, problem.mask_self))) < 1e-12);
     }
 }
@@ -438,7 +425,7 @@ TEST_CASE("ntxent with mask_self=0: dL/dZ = (G + G^T) Z / (2B tau), G = P - oneh
         for (size_t k = 0; k < Z.size(); ++k)
             for (size_t j = 0; j < Z.size(); ++j)
                 for (size_t c = 0; c < Z[0].size(); ++c) dZ[k][c] += (G[k][j] + G[j][k]) * Z[j][c] / (2.0L * B * tau);
-        CHECK(relative_difference(hand.grads[0], to_tensor(dZ)) < 1e-12);
+        CHECK(relative_error(hand.grads[0], to_tensor(dZ)) < 1e-12);
     }
 }
 
@@ -455,10 +442,10 @@ TEST_CASE("InfoNCE family at tau = 1e-4: loss and gradients finite, equal to the
         CHECK(hand.loss > 100);  // logits ~ 1e4: far from the easy regime
     }
     Evaluation hand = evaluate(bind_infonce(losses::infonce, problem), inputs);
-    CHECK(relative_difference(hand.loss, static_cast<double>(naive_infonce(q, p, negatives, 1e-4L))) < 1e-12);
+    CHECK(relative_error(hand.loss, static_cast<double>(naive_infonce(q, p, negatives, 1e-4L))) < 1e-12);
     check_same_evaluation(hand, evaluate(bind_infonce(composed_infonce, problem), inputs), 1e-12);
     Evaluation symmetric = evaluate(bind_infonce(losses::infonce_symmetric, problem), inputs);
-    CHECK(relative_difference(symmetric.loss, static_cast<double>(naive_infonce_symmetric(q, p, negatives, 1e-4L))) <
+    CHECK(relative_error(symmetric.loss, static_cast<double>(naive_infonce_symmetric(q, p, negatives, 1e-4L))) <
           1e-12);
     check_same_evaluation(symmetric, evaluate(bind_infonce(composed_infonce_symmetric, problem), inputs), 1e-12);
 
@@ -467,7 +454,7 @@ TEST_CASE("InfoNCE family at tau = 1e-4: loss and gradients finite, equal to the
         NtxentProblem ntxent_problem{4, 8, 1e-4, mask_self, false};
         Evaluation hand_ntxent = evaluate(bind_ntxent(losses::ntxent, ntxent_problem), {z});
         CHECK(all_grads_finite(hand_ntxent));
-        CHECK(relative_difference(hand_ntxent.loss, static_cast<double>(naive_ntxent(z, 1e-4L, mask_self))) < 1e-12);
+        CHECK(relative_error(hand_ntxent.loss, static_cast<double>(naive_ntxent(z, 1e-4L, mask_self))) < 1e-12);
         check_same_evaluation(hand_ntxent, evaluate(bind_ntxent(composed_ntxent, ntxent_problem), {z}), 1e-12);
     }
 }
@@ -479,7 +466,7 @@ TEST_CASE("InfoNCE family with logits in the thousands (rows of norm 30): finite
     std::vector<Tensor> inputs{q, p, negatives};
     Evaluation hand = evaluate(bind_infonce(losses::infonce, problem), inputs);
     CHECK(all_grads_finite(hand));
-    CHECK(relative_difference(hand.loss, static_cast<double>(naive_infonce(q, p, negatives, 0.01L))) < 1e-12);
+    CHECK(relative_error(hand.loss, static_cast<double>(naive_infonce(q, p, negatives, 0.01L))) < 1e-12);
     check_same_evaluation(hand, evaluate(bind_infonce(composed_infonce, problem), inputs), 1e-12);
     Evaluation symmetric = evaluate(bind_infonce(losses::infonce_symmetric, problem), inputs);
     CHECK(all_grads_finite(symmetric));
@@ -489,7 +476,7 @@ TEST_CASE("InfoNCE family with logits in the thousands (rows of norm 30): finite
     NtxentProblem ntxent_problem{3, 6, 0.1, true, false};
     Evaluation hand_ntxent = evaluate(bind_ntxent(losses::ntxent, ntxent_problem), {z});
     CHECK(all_grads_finite(hand_ntxent));
-    CHECK(relative_difference(hand_ntxent.loss, static_cast<double>(naive_ntxent(z, 0.1L, true))) < 1e-12);
+    CHECK(relative_error(hand_ntxent.loss, static_cast<double>(naive_ntxent(z, 0.1L, true))) < 1e-12);
     check_same_evaluation(hand_ntxent, evaluate(bind_ntxent(composed_ntxent, ntxent_problem), {z}), 1e-12);
 }
 
@@ -504,21 +491,21 @@ TEST_CASE("InfoNCE family on a batch of identical rows: the loss is log(#candida
     // 0 up to rounding (|l| = 20 here, so rounding is ~1e-14).
     Evaluation hand = evaluate(bind_infonce(losses::infonce, problem), inputs);
     CHECK(all_grads_finite(hand));
-    CHECK(relative_difference(hand.loss, std::log(4.0)) < 1e-12);
+    CHECK(relative_error(hand.loss, std::log(4.0)) < 1e-12);
     for (const Tensor& grad : hand.grads) CHECK(max_abs(grad) < 1e-12);
     Evaluation symmetric = evaluate(bind_infonce(losses::infonce_symmetric, problem), inputs);
-    CHECK(relative_difference(symmetric.loss, std::log(4.0)) < 1e-12);
+    CHECK(relative_error(symmetric.loss, std::log(4.0)) < 1e-12);
     CHECK(all_grads_finite(symmetric));
     for (const Tensor& grad : symmetric.grads) CHECK(max_abs(grad) < 1e-12);
 
     Evaluation masked = evaluate([](const std::vector<Var>& x) { return losses::ntxent(x[0], Var(), 0.1, true); },
                                  {same});
     CHECK(all_grads_finite(masked));
-    CHECK(relative_difference(masked.loss, std::log(3.0)) < 1e-12);  // 2B - 1 = 3 candidates
+    CHECK(relative_error(masked.loss, std::log(3.0)) < 1e-12);  // 2B - 1 = 3 candidates
     CHECK(max_abs(masked.grads[0]) < 1e-12);
     Evaluation unmasked = evaluate([](const std::vector<Var>& x) { return losses::ntxent(x[0], Var(), 0.1, false); },
                                    {same});
-    CHECK(relative_difference(unmasked.loss, std::log(4.0)) < 1e-12);
+    CHECK(relative_error(unmasked.loss, std::log(4.0)) < 1e-12);
     CHECK(max_abs(unmasked.grads[0]) < 1e-12);
 }
 
@@ -531,14 +518,14 @@ TEST_CASE("InfoNCE family in float32: loss within 1e-5 of float64, gradients fin
         Evaluation single = evaluate(bind_infonce(loss, problem),
                                      {q.to(Dtype::Float32), p.to(Dtype::Float32), negatives.to(Dtype::Float32)});
         Evaluation full = evaluate(bind_infonce(loss, problem), {q, p, negatives});
-        CHECK(relative_difference(single.loss, full.loss) < 1e-5);
+        CHECK(relative_error(single.loss, full.loss) < 1e-5);
         CHECK(all_grads_finite(single));
         CHECK(single.grads[0].dtype() == Dtype::Float32);
     }
     NtxentProblem problem{3, 8, 0.1, true, false};
     Evaluation single = evaluate(bind_ntxent(losses::ntxent, problem), {z.to(Dtype::Float32)});
     Evaluation full = evaluate(bind_ntxent(losses::ntxent, problem), {z});
-    CHECK(relative_difference(single.loss, full.loss) < 1e-5);
+    CHECK(relative_error(single.loss, full.loss) < 1e-5);
     CHECK(all_grads_finite(single));
 }
 
@@ -572,3 +559,5 @@ TEST_CASE("InfoNCE family: bad input is one clear error naming the input") {
                                         Var(), 0.1, true),
                          "z contains NaN");
 }
+
+}  // namespace infonce_tests

@@ -10,23 +10,14 @@
 
 #include "losses/infonce_reference.h"
 #include "losses/losses.h"
+#include "tests/loss_test_helpers.h"
 #include "tests/test_helpers.h"
 
 using namespace nce;
 using namespace nce::testing;
 using losses::LogitBlocking;
 
-namespace {
-
-Tensor unit_rows(Generator& generator, int64_t rows, int64_t dim) {
-    Tensor x = generator.normal({rows, dim}, Dtype::Float64);
-    return x / sqrt(sum(x * x, 1, true));
-}
-
-double relative_difference(const Tensor& a, const Tensor& b) {
-    return max_abs_difference(a, b) / std::max(max_abs(b), 1e-300);
-}
-double relative_difference(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-300); }
+namespace infonce_blocked_tests {
 
 struct Problem {
     int64_t N, d, M;  // M = 0: no negatives
@@ -68,14 +59,14 @@ Evaluation evaluate(const LossCall& loss_function, const Inputs& inputs) {
 // Loss, gradients and dlog_tau each within `tolerance` of b, relative to b's largest entry;
 // dlog_tau only when `with_temperature` (see the float32 test for why it may be left out).
 void check_same(const Evaluation& a, const Evaluation& b, double tolerance, bool with_temperature = true) {
-    CHECK(relative_difference(a.loss, b.loss) < tolerance);
-    CHECK(relative_difference(a.dq, b.dq) < tolerance);
-    CHECK(relative_difference(a.dp, b.dp) < tolerance);
+    CHECK(relative_error(a.loss, b.loss) < tolerance);
+    CHECK(relative_error(a.dq, b.dq) < tolerance);
+    CHECK(relative_error(a.dp, b.dp) < tolerance);
     CHECK(a.dnegatives.defined() == b.dnegatives.defined());
-    if (a.dnegatives.defined()) CHECK(relative_difference(a.dnegatives, b.dnegatives) < tolerance);
+    if (a.dnegatives.defined()) CHECK(relative_error(a.dnegatives, b.dnegatives) < tolerance);
     CHECK(a.dlog_tau.defined() == b.dlog_tau.defined());
     if (a.dlog_tau.defined() && with_temperature)
-        CHECK(relative_difference(a.dlog_tau.item(), b.dlog_tau.item()) < tolerance);
+        CHECK(relative_error(a.dlog_tau.item(), b.dlog_tau.item()) < tolerance);
 }
 
 LossCall fused(bool symmetric, double tau, int64_t block_rows) {
@@ -170,7 +161,6 @@ const Problem kProblems[] = {
 
 std::vector<int64_t> block_sizes(int64_t N) { return {0, 1, 2, 3, 7, 16, N - 1, N, N + 5}; }
 
-}  // namespace
 
 TEST_CASE("fused InfoNCE, float64: every block size equals the unblocked kernel, the op-by-op form and naive loops") {
     Generator generator(71);
@@ -212,7 +202,7 @@ TEST_CASE("fused InfoNCE, float32: every block size equals the unblocked kernel 
             for (int64_t block_rows : {int64_t{0}, int64_t{1}, int64_t{64}, int64_t{100}, problem.N - 1}) {
                 INFO("block_rows " << block_rows);
                 Evaluation blocked = evaluate(fused(symmetric, problem.tau, block_rows), inputs);
-                CHECK(relative_difference(blocked.loss, unblocked.loss) < 1e-6);
+                CHECK(relative_error(blocked.loss, unblocked.loss) < 1e-6);
                 check_same(blocked, unblocked, 2e-6);
                 check_same(blocked, in_float64, 5e-6);
             }
@@ -246,7 +236,7 @@ TEST_CASE("fused InfoNCE without gradients: the same loss, and no node") {
             Var loss = fused(symmetric, 0.07, block_rows)(Var(inputs.q, true), Var(inputs.p), Var(inputs.negatives),
                                                           Var());
             CHECK(!loss.requires_grad());
-            CHECK(relative_difference(loss.value().item(), with_gradient.loss) < 1e-14);
+            CHECK(relative_error(loss.value().item(), with_gradient.loss) < 1e-14);
         }
 }
 
@@ -265,8 +255,8 @@ TEST_CASE("fused InfoNCE: the same inputs give the same bits; dy scales every gr
         Var q(inputs.q, true), p(inputs.p, true);
         Var loss = fused(symmetric, 0.05, 32)(q, p, Var(inputs.negatives), Var(inputs.log_tau));
         loss.backward(Tensor::scalar(-2.5, Dtype::Float32));
-        CHECK(relative_difference(q.grad(), first.dq * -2.5) < 1e-7);
-        CHECK(relative_difference(p.grad(), first.dp * -2.5) < 1e-7);
+        CHECK(relative_error(q.grad(), first.dq * -2.5) < 1e-7);
+        CHECK(relative_error(p.grad(), first.dp * -2.5) < 1e-7);
     }
 }
 
@@ -317,3 +307,5 @@ TEST_CASE("fused InfoNCE: a negative far below the row maximum gets a gradient o
         }
     }
 }
+
+}  // namespace infonce_blocked_tests

@@ -16,12 +16,15 @@
 
 #include "losses/losses.h"
 #include "losses/worked_example.h"
+#include "tests/loss_test_helpers.h"
 #include "tests/test_helpers.h"
 
 using namespace nce;
 using namespace nce::losses;
 
-namespace {
+using testing::scaled_error;
+
+namespace matryoshka_tests {
 
 using Real = long double;
 using testing::evaluate_loss;
@@ -31,20 +34,6 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 // ---- helpers ---------------------------------------------------------------------------
 
-// |actual - expected| relative to the size of expected (absolute below 1).
-double relative_error(double actual, Real expected) {
-    Real scale = std::max<Real>(std::fabs(expected), 1.0L);
-    return static_cast<double>(std::fabs(static_cast<Real>(actual) - expected) / scale);
-}
-
-// Largest entry difference relative to the largest entry of `expected` (absolute below 1).
-double relative_error(const Tensor& actual, const Tensor& expected) {
-    REQUIRE_MESSAGE(actual.shape() == expected.shape(),
-                    shape_string(actual.shape()) << " vs " << shape_string(expected.shape()));
-    return max_abs_difference(actual.to(Dtype::Float64), expected.to(Dtype::Float64)) /
-           std::max(max_abs(expected.to(Dtype::Float64)), 1.0);
-}
-
 // Rows with entries |x| in [0.25, 1.25) and random signs, each row scaled by [0.5, 2): no
 // prefix of a row is near zero, and no row has unit length (the re-normalisation shows).
 Tensor random_rows(Generator& generator, int64_t rows, int64_t d) {
@@ -53,6 +42,7 @@ Tensor random_rows(Generator& generator, int64_t rows, int64_t d) {
     return magnitude * sign * generator.uniform({rows, 1}, Dtype::Float64, 0.5, 2.0);
 }
 
+// Each row scaled to unit length.
 Tensor unit_rows(const Tensor& x) { return x / sqrt(sum(x * x, 1, true)); }
 
 // A loss of (q, p) or (q, p, log_tau): log_tau is used when the inputs have a third tensor.
@@ -231,14 +221,14 @@ TEST_CASE("matryoshka: hand backward equals the autograd composition and the clo
             LossAndGrads hand = evaluate_loss(hand_matryoshka(tau, config.dims, config.weights), inputs);
             LossAndGrads composed = evaluate_loss(composed_matryoshka(tau, config.dims, config.weights), inputs);
             CHECK(hand.loss.rank() == 0);
-            CHECK(relative_error(hand.loss, composed.loss) < 1e-12);
-            for (size_t k = 0; k < inputs.size(); ++k) CHECK(relative_error(hand.grads[k], composed.grads[k]) < 1e-12);
+            CHECK(scaled_error(hand.loss, composed.loss) < 1e-12);
+            for (size_t k = 0; k < inputs.size(); ++k) CHECK(scaled_error(hand.grads[k], composed.grads[k]) < 1e-12);
 
             Naive naive = naive_matryoshka(q, p, learnable ? 0.3 : tau, config.dims, config.weights);
-            CHECK(relative_error(hand.loss.item(), naive.loss) < 1e-12);
-            CHECK(relative_error(hand.grads[0], as_tensor(naive.dq, q.shape())) < 1e-12);
-            CHECK(relative_error(hand.grads[1], as_tensor(naive.dp, p.shape())) < 1e-12);
-            if (learnable) CHECK(relative_error(hand.grads[2].item(), naive.dlog_tau) < 1e-12);
+            CHECK(scaled_error(hand.loss.item(), naive.loss) < 1e-12);
+            CHECK(scaled_error(hand.grads[0], as_tensor(naive.dq, q.shape())) < 1e-12);
+            CHECK(scaled_error(hand.grads[1], as_tensor(naive.dp, p.shape())) < 1e-12);
+            if (learnable) CHECK(scaled_error(hand.grads[2].item(), naive.dlog_tau) < 1e-12);
         }
     }
 }
@@ -253,12 +243,12 @@ TEST_CASE("matryoshka: the loss equals a naive reference of the spec's formula, 
         Real reference = naive_matryoshka(q, p, tau, config.dims, config.weights).loss;
         Var f64 = matryoshka(Var(q), Var(p), Var(), tau, config.dims, config.weights);
         CHECK(f64.dtype() == Dtype::Float64);
-        CHECK(relative_error(f64.value().item(), reference) < 1e-12);
+        CHECK(scaled_error(f64.value().item(), reference) < 1e-12);
         // float32: the same inputs rounded to float32, against the reference of those values
         Tensor q32 = q.to(Dtype::Float32), p32 = p.to(Dtype::Float32);
         Var f32 = matryoshka(Var(q32), Var(p32), Var(), tau, config.dims, config.weights);
         CHECK(f32.dtype() == Dtype::Float32);
-        CHECK(relative_error(f32.value().item(), naive_matryoshka(q32, p32, tau, config.dims, config.weights).loss) <
+        CHECK(scaled_error(f32.value().item(), naive_matryoshka(q32, p32, tau, config.dims, config.weights).loss) <
               1e-5);
     }
 }
@@ -274,9 +264,9 @@ TEST_CASE("matryoshka: dims = d alone is infonce with the same tau") {
         LossAndGrads ours = evaluate_loss(hand_matryoshka(tau, {d}, {}), {q, p});
         LossAndGrads theirs = evaluate_loss([&](const std::vector<Var>& x) { return infonce(x[0], x[1], Var(), Var(), tau); },
                                             {q, p});
-        CHECK(relative_error(ours.loss, theirs.loss) < 1e-12);
-        CHECK(relative_error(ours.grads[0], theirs.grads[0] - q * sum(q * theirs.grads[0], 1, true)) < 1e-12);
-        CHECK(relative_error(ours.grads[1], theirs.grads[1] - p * sum(p * theirs.grads[1], 1, true)) < 1e-12);
+        CHECK(scaled_error(ours.loss, theirs.loss) < 1e-12);
+        CHECK(scaled_error(ours.grads[0], theirs.grads[0] - q * sum(q * theirs.grads[0], 1, true)) < 1e-12);
+        CHECK(scaled_error(ours.grads[1], theirs.grads[1] - p * sum(p * theirs.grads[1], 1, true)) < 1e-12);
         // Rows whose re-normalisation is exact (one entry +-1, the rest 0): the same number, bit for bit.
         Tensor one_hot_q = Tensor::from_vector({1, 0, 0, 0, 0, 0, 0, -1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0,
                                                 0, 0, 0, 0, -1, 0, 1, 0, 0, 0, 0, 0},
@@ -289,8 +279,8 @@ TEST_CASE("matryoshka: dims = d alone is infonce with the same tau") {
         // Rows of any length: infonce on the rows at unit length; the weight of a lone prefix cancels.
         Tensor x = random_rows(generator, N, d), y = random_rows(generator, N, d);
         double expected = infonce(Var(unit_rows(x)), Var(unit_rows(y)), Var(), Var(), tau).value().item();
-        CHECK(relative_error(matryoshka(Var(x), Var(y), Var(), tau, {d}).value().item(), expected) < 1e-12);
-        CHECK(relative_error(matryoshka(Var(x), Var(y), Var(), tau, {d}, {7.5}).value().item(), expected) < 1e-12);
+        CHECK(scaled_error(matryoshka(Var(x), Var(y), Var(), tau, {d}).value().item(), expected) < 1e-12);
+        CHECK(scaled_error(matryoshka(Var(x), Var(y), Var(), tau, {d}, {7.5}).value().item(), expected) < 1e-12);
         // The projection: each row's gradient is orthogonal to the row (L does not see its length).
         LossAndGrads lengths = evaluate_loss(hand_matryoshka(tau, {d}, {}), {x, y});
         CHECK(max_abs(sum(lengths.grads[0] * x, 1)) < 1e-13);
@@ -315,16 +305,16 @@ TEST_CASE("matryoshka: each prefix is infonce on its re-normalised columns, weig
         CAPTURE(weights[1]);
         double W = weights[0] + weights[1] + weights[2];
         double expected = (weights[0] * L_m[0] + weights[1] * L_m[1] + weights[2] * L_m[2]) / W;
-        CHECK(relative_error(matryoshka(Var(q), Var(p), Var(), tau, dims, weights).value().item(), expected) < 1e-12);
+        CHECK(scaled_error(matryoshka(Var(q), Var(p), Var(), tau, dims, weights).value().item(), expected) < 1e-12);
     }
     // Empty weights are all 1: the plain mean of the prefixes' losses.
-    CHECK(relative_error(matryoshka(Var(q), Var(p), Var(), tau, dims).value().item(),
+    CHECK(scaled_error(matryoshka(Var(q), Var(p), Var(), tau, dims).value().item(),
                          (L_m[0] + L_m[1] + L_m[2]) / 3.0) < 1e-12);
     // Only the ratios of the weights count: scaling them all changes nothing, gradients included.
     LossAndGrads base = evaluate_loss(hand_matryoshka(tau, dims, {1, 2, 3}), {q, p});
     LossAndGrads scaled = evaluate_loss(hand_matryoshka(tau, dims, {10, 20, 30}), {q, p});
-    CHECK(relative_error(scaled.loss, base.loss) < 1e-14);
-    CHECK(relative_error(scaled.grads[0], base.grads[0]) < 1e-14);
+    CHECK(scaled_error(scaled.loss, base.loss) < 1e-14);
+    CHECK(scaled_error(scaled.grads[0], base.grads[0]) < 1e-14);
     // The gradient is linear in the weights' shares: w = (1, 2, 3) is 1/6 of (1,0,0)... put
     // together from the prefixes alone (weights so lopsided that the others vanish in float64).
     LossAndGrads expected_grads{Tensor(), {zeros_like(q), zeros_like(p)}};
@@ -333,14 +323,14 @@ TEST_CASE("matryoshka: each prefix is infonce on its re-normalised columns, weig
         std::vector<double> alone(3, 1e-300);
         alone[k] = 1.0;
         LossAndGrads one = evaluate_loss(hand_matryoshka(tau, dims, alone), {q, p});
-        CHECK(relative_error(one.loss.item(), static_cast<Real>(L_m[k])) < 1e-12);
+        CHECK(scaled_error(one.loss.item(), static_cast<Real>(L_m[k])) < 1e-12);
         // Columns beyond the prefix do not reach it: only the other prefixes' 1e-300 shares do.
         if (dims[k] < d) CHECK(max_abs(slice(one.grads[0], 1, dims[k], d)) < 1e-280);
         expected_grads.grads[0] = expected_grads.grads[0] + one.grads[0] * shares[k];
         expected_grads.grads[1] = expected_grads.grads[1] + one.grads[1] * shares[k];
     }
-    CHECK(relative_error(base.grads[0], expected_grads.grads[0]) < 1e-12);
-    CHECK(relative_error(base.grads[1], expected_grads.grads[1]) < 1e-12);
+    CHECK(scaled_error(base.grads[0], expected_grads.grads[0]) < 1e-12);
+    CHECK(scaled_error(base.grads[1], expected_grads.grads[1]) < 1e-12);
 }
 
 TEST_CASE("matryoshka: a one-column prefix is infonce on the signs, and passes no gradient") {
@@ -359,9 +349,9 @@ TEST_CASE("matryoshka: a one-column prefix is infonce on the signs, and passes n
     L1 /= 3;
     LossAndGrads whole = evaluate_loss(hand_matryoshka(tau, {3}, {}), {q, p});
     LossAndGrads both = evaluate_loss(hand_matryoshka(tau, {1, 3}, {1.0, 3.0}), {q, p});
-    CHECK(relative_error(both.loss.item(), (L1 + 3 * static_cast<Real>(whole.loss.item())) / 4) < 1e-12);
-    CHECK(relative_error(both.grads[0], whole.grads[0] * 0.75) < 1e-13);
-    CHECK(relative_error(both.grads[1], whole.grads[1] * 0.75) < 1e-13);
+    CHECK(scaled_error(both.loss.item(), (L1 + 3 * static_cast<Real>(whole.loss.item())) / 4) < 1e-12);
+    CHECK(scaled_error(both.grads[0], whole.grads[0] * 0.75) < 1e-13);
+    CHECK(scaled_error(both.grads[1], whole.grads[1] * 0.75) < 1e-13);
 }
 
 TEST_CASE("matryoshka: the default dims are d/8, d/4, d/2, d where whole numbers >= 1") {
@@ -391,15 +381,15 @@ TEST_CASE("matryoshka: a row's length does not matter; its gradient scales by 1/
     Tensor lengths = Tensor::from_vector({3.0, 0.01, 1.0, 250.0}, {4, 1}, Dtype::Float64);
     LossAndGrads base = evaluate_loss(hand_matryoshka(0.05, {}, {}), {q, p});
     LossAndGrads scaled = evaluate_loss(hand_matryoshka(0.05, {}, {}), {q * lengths, p});
-    CHECK(relative_error(scaled.loss, base.loss) < 1e-13);
-    CHECK(relative_error(scaled.grads[0] * lengths, base.grads[0]) < 1e-12);
-    CHECK(relative_error(scaled.grads[1], base.grads[1]) < 1e-12);
+    CHECK(scaled_error(scaled.loss, base.loss) < 1e-13);
+    CHECK(scaled_error(scaled.grads[0] * lengths, base.grads[0]) < 1e-12);
+    CHECK(scaled_error(scaled.grads[1], base.grads[1]) < 1e-12);
     // Rows of huge or tiny entries (squares that overflow or underflow) are re-normalised all the same.
     for (double factor : {1e200, 1e-200}) {
         CAPTURE(factor);
         LossAndGrads extreme = evaluate_loss(hand_matryoshka(0.05, {}, {}), {q * factor, p});
-        CHECK(relative_error(extreme.loss, base.loss) < 1e-13);
-        CHECK(relative_error(extreme.grads[0] * factor, base.grads[0]) < 1e-12);
+        CHECK(scaled_error(extreme.loss, base.loss) < 1e-13);
+        CHECK(scaled_error(extreme.grads[0] * factor, base.grads[0]) < 1e-12);
     }
 }
 
@@ -408,13 +398,13 @@ TEST_CASE("matryoshka: log_tau sets tau = max(exp(log_tau), 1e-4); tau is then u
     Tensor q = random_rows(generator, 4, 8), p = random_rows(generator, 4, 8);
     LossAndGrads fixed = evaluate_loss(hand_matryoshka(0.2, {}, {}), {q, p});
     LossAndGrads learnable = evaluate_loss(hand_matryoshka(0.05, {}, {}), {q, p, Tensor::scalar(std::log(0.2), Dtype::Float64)});
-    CHECK(relative_error(learnable.loss, fixed.loss) < 1e-13);
-    CHECK(relative_error(learnable.grads[0], fixed.grads[0]) < 1e-12);
+    CHECK(scaled_error(learnable.loss, fixed.loss) < 1e-13);
+    CHECK(scaled_error(learnable.grads[0], fixed.grads[0]) < 1e-12);
     CHECK(learnable.grads[2].shape() == Shape{});
     // Below the clamp: tau = 1e-4, and dL/dlog_tau = 0; a [1] log_tau gets a [1] gradient.
     LossAndGrads at_floor = evaluate_loss(hand_matryoshka(1e-4, {}, {}), {q, p});
     LossAndGrads clamped = evaluate_loss(hand_matryoshka(0.05, {}, {}), {q, p, Tensor::full({1}, -20.0, Dtype::Float64)});
-    CHECK(relative_error(clamped.loss, at_floor.loss) < 1e-13);
+    CHECK(scaled_error(clamped.loss, at_floor.loss) < 1e-13);
     CHECK(clamped.grads[2].shape() == Shape{1});
     CHECK(clamped.grads[2].item() == 0.0);
     CHECK(std::isfinite(clamped.loss.item()));
@@ -433,10 +423,10 @@ TEST_CASE("matryoshka: float32 gives float32 results that agree with float64") {
                                          {q.to(Dtype::Float32), p.to(Dtype::Float32),
                                           Tensor::scalar(std::log(tau), Dtype::Float32)});
         CHECK(f32.loss.dtype() == Dtype::Float32);
-        CHECK(relative_error(f32.loss, f64.loss) < 1e-5);
+        CHECK(scaled_error(f32.loss, f64.loss) < 1e-5);
         for (size_t k = 0; k < 3; ++k) {
             CHECK(f32.grads[k].dtype() == Dtype::Float32);
-            CHECK(relative_error(f32.grads[k], f64.grads[k]) < 1e-4);
+            CHECK(scaled_error(f32.grads[k], f64.grads[k]) < 1e-4);
         }
     }
 }
@@ -566,7 +556,7 @@ TEST_CASE("matryoshka: the definition takes the spec's inputs and defaults; comp
     CHECK(through_registry.value().item() == typed.loss.item());
     CHECK(max_abs_difference(arguments.input("q").grad(), typed.grads[0]) == 0);
     CHECK(max_abs_difference(arguments.input("p").grad(), typed.grads[1]) == 0);
-    CHECK(relative_error(through_registry.value().item(),
+    CHECK(scaled_error(through_registry.value().item(),
                          naive_matryoshka(example["q"], example["p"], 0.2, {2, 4, 8}, {1, 2, 0.5}).loss) < 1e-12);
     // The defaults: dims and weights empty (d = 8: 1, 2, 4, 8, all weighted 1).
     LossArguments defaults = make_arguments(definition, example, {});
@@ -603,4 +593,4 @@ TEST_CASE("matryoshka: the registry's gradient checks (nce gradcheck matryoshka)
     CHECK(cases == 2);
 }
 
-}  // namespace
+}  // namespace matryoshka_tests

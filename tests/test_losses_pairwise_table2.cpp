@@ -13,12 +13,15 @@
 
 #include "losses/losses.h"
 #include "losses/random_inputs.h"
+#include "tests/loss_test_helpers.h"
 #include "tests/test_helpers.h"
 
 using namespace nce;
 using namespace nce::losses;
 
-namespace {
+using testing::relative_error;
+
+namespace pairwise_table2_tests {
 
 using Real = long double;
 using testing::evaluate_loss;
@@ -26,19 +29,6 @@ using testing::LossAndGrads;
 using testing::LossFunction;
 
 // ---- helpers ---------------------------------------------------------------------------
-
-// |actual - expected| relative to the size of expected.
-double relative_error(double actual, Real expected) {
-    Real scale = std::max<Real>(std::fabs(expected), 1e-300L);
-    return static_cast<double>(std::fabs(static_cast<Real>(actual) - expected) / scale);
-}
-
-// Largest entry difference relative to the largest entry of `expected`.
-double relative_error(const Tensor& actual, const Tensor& expected) {
-    REQUIRE_MESSAGE(actual.shape() == expected.shape(),
-                    shape_string(actual.shape()) << " vs " << shape_string(expected.shape()));
-    return max_abs_difference(actual, expected) / std::max(max_abs(expected), 1e-300);
-}
 
 // The hand backward and the composition agree on the loss and on every gradient.
 void check_matches_composition(const LossFunction& hand, const LossFunction& composed,
@@ -1018,4 +1008,4 @@ TEST_CASE("next pairwise losses: definitions list the spec's inputs and defaults
     CHECK_ERROR_MENTIONS(make_arguments(debiased_loss, example, {{"tau_plus", "1"}}), "tau_plus");
 }
 
-}  // namespace
+}  // namespace pairwise_table2_tests
