@@ -62,7 +62,7 @@ Var anchor_rows_infonce(const Var& anchors, const Var& candidates, const std::ve
     if (!excluded_column.empty())
         logits = keep_where(logits, keep_mask(excluded_column, C, logits.dtype()), -INFINITY);
     losses::SoftmaxCrossEntropy rows = losses::softmax_cross_entropy_rows(logits, positive_column);
-    Tensor loss_value = Tensor::scalar(scale * rows.loss_sum, anchors.dtype());
+    Tensor loss_value = Tensor::scalar(scale * rows.loss_sum().item(), anchors.dtype());
 
     Tensor G = rows.probabilities_minus_targets * scale;  // dL/dl [n, C]
     Tensor dloss_dlog_tau;  // at dy = 1; stays undefined for a fixed tau

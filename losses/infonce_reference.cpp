@@ -19,7 +19,7 @@ Var infonce_reference(const Var& q, const Var& p, const Var& negatives, const Va
     std::vector<int64_t> positive_column(N);
     for (int64_t i = 0; i < N; ++i) positive_column[i] = i;
     SoftmaxCrossEntropy rows = softmax_cross_entropy_rows(logits, positive_column);
-    Tensor loss = Tensor::scalar(rows.loss_sum / N, q.dtype()).to(q.value().device());
+    Tensor loss = Tensor::scalar(rows.loss_sum().item() / N, q.dtype()).to(q.value().device());
 
     Tensor dloss_dlogits = rows.probabilities_minus_targets / static_cast<double>(N);  // G [N, N+M]
     Tensor dloss_dlog_tau;  // at dy = 1; stays undefined for a fixed tau
@@ -62,7 +62,8 @@ Var infonce_symmetric_reference(const Var& q, const Var& p, const Var& negatives
     for (int64_t i = 0; i < N; ++i) positive_column[i] = i;
     SoftmaxCrossEntropy q_to_p = softmax_cross_entropy_rows(q_to_p_logits, positive_column);
     SoftmaxCrossEntropy p_to_q = softmax_cross_entropy_rows(p_to_q_logits, positive_column);
-    Tensor loss = Tensor::scalar((q_to_p.loss_sum + p_to_q.loss_sum) / (2.0 * N), q.dtype()).to(q.value().device());
+    Tensor loss = Tensor::scalar((q_to_p.loss_sum().item() + p_to_q.loss_sum().item()) / (2.0 * N), q.dtype())
+                      .to(q.value().device());
 
     Tensor dloss_dq_to_p = q_to_p.probabilities_minus_targets / (2.0 * N);  // A [N, N+M]
     Tensor dloss_dp_to_q = p_to_q.probabilities_minus_targets / (2.0 * N);  // B [N, N]

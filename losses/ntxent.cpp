@@ -11,11 +11,15 @@
 namespace nce::losses {
 namespace {
 
-// 0 on the diagonal, 1 elsewhere: keep_where keeps the 1s.   [n, n]
-Tensor off_diagonal_mask(int64_t n, Dtype dtype) {
-    Tensor mask = Tensor::full({n, n}, 1.0, Dtype::Float64);
-    for (int64_t i = 0; i < n; ++i) mask.data<double>()[i * n + i] = 0.0;
-    return mask.to(dtype);
+// l_ii = -inf for every i: -inf scatter-added at column i of row i, where the logits are
+// (only the n column numbers travel to a device, not an n x n mask).   [n, n]
+void mask_diagonal(Tensor& logits) {
+    const int64_t n = logits.size(0);
+    std::vector<int64_t> diagonal(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) diagonal[static_cast<size_t>(i)] = i;
+    const Tensor minus_infinities = Tensor::full({n}, -INFINITY, logits.dtype(), logits.device());
+    backend_for(logits.device())
+        .scatter_add_last_axis(minus_infinities, Tensor::from_indices(diagonal, {n}).to(logits.device()), logits);
 }
 
 }  // namespace
@@ -42,11 +46,11 @@ Var ntxent(const Var& z, const Var& log_tau, double tau, bool mask_self) {
 
     Tensor similarities = matmul(z.value(), z.value(), Transpose::Second);  // S [2B, 2B]
     Tensor logits = similarities / temperature.tau;                          // l [2B, 2B]
-    if (mask_self) logits = keep_where(logits, off_diagonal_mask(2 * B, z.dtype()).to(z.value().device()), -INFINITY);
+    if (mask_self) mask_diagonal(logits);
     std::vector<int64_t> positive_column(2 * B);
     for (int64_t i = 0; i < 2 * B; ++i) positive_column[i] = (i + B) % (2 * B);
     SoftmaxCrossEntropy rows = softmax_cross_entropy_rows(logits, positive_column);
-    Tensor loss = Tensor::scalar(rows.loss_sum / (2.0 * B), z.dtype()).to(z.value().device());
+    Tensor loss = (rows.loss_sum() / (2.0 * B)).to(z.dtype());  // [] where z is
 
     Tensor G = rows.probabilities_minus_targets / (2.0 * B);  // dL/dl [2B, 2B]
     Tensor dloss_dlog_tau;  // at dy = 1; stays undefined for a fixed tau
@@ -61,9 +65,9 @@ Var ntxent(const Var& z, const Var& log_tau, double tau, bool mask_self) {
     return Var::from_op("ntxent", std::move(loss), inputs,
                         [z = z.value(), G_plus_G_transposed, dloss_dlog_tau,
                          inverse_tau = 1.0 / temperature.tau](const Tensor& dy) -> Grads {
-                            Tensor dz = matmul(G_plus_G_transposed, z) * (dy.item() * inverse_tau);  // [2B, d]
+                            Tensor dz = matmul(G_plus_G_transposed, z) * inverse_tau * dy;  // [2B, d]
                             Grads grads{dz};
-                            if (dloss_dlog_tau.defined()) grads.push_back(dloss_dlog_tau * dy.item());
+                            if (dloss_dlog_tau.defined()) grads.push_back(dloss_dlog_tau * dy);
                             return grads;
                         });
 }

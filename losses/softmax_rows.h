@@ -15,35 +15,31 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/backend.h"
 #include "engine/nce.h"
 
 namespace nce::losses {
 
 struct SoftmaxCrossEntropy {
-    double loss_sum = 0;                  // sum over the rows (the caller takes the mean)
+    Tensor target_log_probabilities;      // log P_i,target(i)   [R], on the logits' device
     Tensor probabilities_minus_targets;   // P - Y   [R, C], in the logits' dtype
+    // -sum_i log P_i,target(i) in float64, on the logits' device (the caller takes the mean).
+    Tensor loss_sum() const { return -sum(target_log_probabilities.to(Dtype::Float64)); }
 };
 
-// Y: 1 at (i, target(i)), 0 elsewhere.   [R, C]
-inline Tensor one_hot_rows(const std::vector<int64_t>& targets, int64_t columns, Dtype dtype) {
-    std::vector<double> values(targets.size() * static_cast<size_t>(columns), 0.0);
-    for (size_t i = 0; i < targets.size(); ++i) values[i * static_cast<size_t>(columns) + targets[i]] = 1.0;
-    return Tensor::from_vector(values, {static_cast<int64_t>(targets.size()), columns}, dtype);
-}
-
+// P - Y is made where the logits are: P = exp(log P), then -1 scatter-added at each
+// (i, target(i)). Only the R target columns travel to a device, never an R x C one-hot.
 inline SoftmaxCrossEntropy softmax_cross_entropy_rows(const Tensor& logits, const std::vector<int64_t>& targets) {
-    int64_t rows = logits.size(0), columns = logits.size(1);
-    Tensor log_probabilities = log_softmax(logits);  // [R, C]
-    // log P_i,target(i), picked on the logits' device: entry i·C + target(i) of log P as [R·C, 1].
-    std::vector<int64_t> target_entries(targets.size());
-    for (size_t i = 0; i < targets.size(); ++i) target_entries[i] = static_cast<int64_t>(i) * columns + targets[i];
-    Tensor target_log_probabilities =
-        index_select(log_probabilities.reshape({rows * columns, 1}),
-                     Tensor::from_indices(target_entries, {rows}).to(logits.device()));  // [R, 1]
+    const int64_t rows = logits.size(0);
+    Backend& backend = backend_for(logits.device());
+    const Tensor target_columns = Tensor::from_indices(targets, {rows}).to(logits.device());  // [R]
+    const Tensor log_probabilities = log_softmax(logits);                                      // [R, C]
     SoftmaxCrossEntropy result;
-    result.loss_sum = -sum(target_log_probabilities.to(Dtype::Float64)).item();  // one number read back
-    result.probabilities_minus_targets =
-        exp(log_probabilities) - one_hot_rows(targets, columns, logits.dtype()).to(logits.device());
+    result.target_log_probabilities = Tensor::empty({rows}, logits.dtype(), logits.device());  // [R]
+    backend.gather_last_axis(log_probabilities, target_columns, result.target_log_probabilities);
+    result.probabilities_minus_targets = exp(log_probabilities);                 // P   [R, C]
+    const Tensor minus_ones = Tensor::full({rows}, -1.0, logits.dtype(), logits.device());
+    backend.scatter_add_last_axis(minus_ones, target_columns, result.probabilities_minus_targets);  // P - Y
     return result;
 }
 

@@ -28,7 +28,7 @@ void bert_initialise(Embedding& embedding, Generator& generator) {
         generator.normal(embedding.weight.shape(), embedding.weight.dtype(), 0.0, kInitializerRange));
 }
 
-// The position of every token, [B, T] (bert_encoder.h).
+// The position of every token for a position offset p > 0 (RoBERTa, XLM-R), [B, T] (bert_encoder.h).
 Tensor position_ids(const Tensor& mask, int64_t offset, Device device) {
     const int64_t batch = mask.size(0), tokens = mask.size(1);
     std::vector<double> is_token = mask.to(Device::CPU).to(Dtype::Float64).to_vector();
@@ -37,9 +37,7 @@ Tensor position_ids(const Tensor& mask, int64_t offset, Device device) {
         int64_t seen = 0;
         for (int64_t t = 0; t < tokens; ++t) {
             const size_t i = static_cast<size_t>(b * tokens + t);
-            if (offset == 0) {
-                positions[i] = t;
-            } else if (is_token[i] != 0) {
+            if (is_token[i] != 0) {
                 positions[i] = offset + seen++;  // p, p+1, ... over the real tokens
             } else {
                 positions[i] = offset - 1;  // padding_idx
@@ -150,10 +148,13 @@ Var BertEncoder::token_states(const Tensor& input, const Tensor& mask, Generator
 
     // e = (word + token type 0) + position, in Hugging Face's order of the sums.   [B, T, D]
     Var words = embeddings.word_embeddings.forward(input);                                  // [B, T, D]
-    Var type_zero = embeddings.token_type_embeddings.forward(
-        Tensor::from_indices({0}, {1}).to(input.device()));                                // [1, D]
-    Var positions = embeddings.position_embeddings.forward(
-        position_ids(mask, config_.position_offset, input.device()));                       // [B, T, D]
+    Var type_zero = slice(embeddings.token_type_embeddings.weight, 0, 0, 1);               // row 0   [1, D]
+    // BERT's positions are 0..T-1 in every row: the table's first T rows, sliced where it is.
+    // RoBERTa's count the real tokens, so they come from the mask (position_ids, on the host).
+    Var positions = config_.position_offset == 0
+                        ? slice(embeddings.position_embeddings.weight, 0, 0, tokens)        // [T, D]
+                        : embeddings.position_embeddings.forward(
+                              position_ids(mask, config_.position_offset, input.device()));  // [B, T, D]
     Var states = embeddings.layer_norm.forward((words + type_zero) + positions);
     if (training() && config_.dropout > 0) states = dropout(states, config_.dropout, *generator, true);
     return encoder.forward(states, mask, generator);  // [B, T, D]

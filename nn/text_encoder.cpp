@@ -56,10 +56,10 @@ Var TextEncoder::encode(const Tensor& input, const Tensor& mask, Generator* gene
     check_token_mask(mask, batch, tokens, "text_encoder");
     check_generator(*this, generator);
 
-    std::vector<int64_t> positions(static_cast<size_t>(tokens));
-    std::iota(positions.begin(), positions.end(), int64_t{0});  // 0, 1, ..., T-1
     Var token_vectors = token_embedding.forward(input);                                       // [B, T, D]
-    Var position_vectors = position_embedding.forward(Tensor::from_indices(positions, {tokens}).to(input.device()));  // [T, D]
+    // Positions 0, 1, ..., T-1: the table's first T rows, a slice where the table is (no ids
+    // to make on the host and copy to a device).
+    Var position_vectors = slice(position_embedding.weight, 0, 0, tokens);                    // [T, D]
     Var embedded = token_vectors + position_vectors;                 // [B, T, D] (positions broadcast over B)
 
     Var states = encoder.forward(embedded, mask, generator);  // [B, T, D]
