@@ -37,7 +37,7 @@ retrieval::RunConfig stackexchange_defaults() {
     config.loss = "multi_positive";   // every answer of a question is a positive
     // Triplet's negative: another question's best answer. A lower-ranked answer of the same
     // question (hard_negative, mixed) is still one of its answers, relevant in evaluation.
-    config.triplet_negatives = "in_batch";
+    config.triplet_negatives = data::TripletNegatives::InBatch;
     config.batch_size = 32;
     config.learning_rate = 1e-2;     // a small model learns the paraphrases faster at this rate
     config.max_steps = 1200;

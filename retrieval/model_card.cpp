@@ -115,7 +115,7 @@ std::string model_card_markdown(const std::string& command, const RunConfig& con
     else
         card += fmt::format("- Tokenizer: SentencePiece {} of {} pieces, trained on the training split "
                             "(tokenizer.model){}.\n",
-                            config.tokenizer_type, fact(facts, "tokenizer_pieces"),
+                            data::tokenizer_model_type_name(config.tokenizer_type), fact(facts, "tokenizer_pieces"),
                             facts.value("tokenizer_identifier_words", false)
                                 ? "; it reads names and words apart from case and punctuation (getLineNumber(x) and "
                                   "line_number as get line number ( x ) and line _ number)"
@@ -134,7 +134,7 @@ std::string model_card_markdown(const std::string& command, const RunConfig& con
                         "(weight decay {}), {} schedule with {} warm-up steps, gradient clipping {}\n",
                         config.loss, loss_parameters.empty() ? " (catalogue defaults)" : " with" + loss_parameters,
                         config.batch_size, config.max_steps, fact(training, "steps"), fact(training, "stopped_early"),
-                        config.learning_rate, config.weight_decay, config.schedule, config.warmup_steps,
+                        config.learning_rate, config.weight_decay, nn::schedule_kind_name(config.schedule), config.warmup_steps,
                         config.max_grad_norm);
     if (training.contains("best_step"))
         card += training.value("best_step", int64_t{0}) == 0

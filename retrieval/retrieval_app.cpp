@@ -845,7 +845,7 @@ RunOutcome run_eval(const RetrievalApp& app, const RunConfig& config, const std:
 }
 
 void require_run_device(const RunConfig& config) {
-    if (require_device(config.device) == Device::CPU) return;
+    if (require_device(device_name(config.device)) == Device::CPU) return;
     NCE_CHECK(distributed::world().size() == 1, "--device cuda: the retrieval runs use the GPU from one process; "
               "start it without mpirun");
 }

@@ -29,6 +29,30 @@
 #include "nn/schedule.h"
 #include "retrieval/training.h"
 
+// The enum settings as JSON strings, found by argument-dependent lookup in each enum's
+// namespace. A name outside the choices never reaches from_json: apply_run_config_json
+// checks it against the setting's choices first.
+namespace nce {
+void to_json(nlohmann::json& json, Device device) { json = device_name(device); }
+void from_json(const nlohmann::json& json, Device& device) {
+    device = json.get<std::string>() == "cuda" ? Device::CUDA : Device::CPU;
+}
+}  // namespace nce
+namespace nce::data {
+void to_json(nlohmann::json& json, TokenizerModelType type) { json = tokenizer_model_type_name(type); }
+void from_json(const nlohmann::json& json, TokenizerModelType& type) {
+    type = parse_tokenizer_model_type(json.get<std::string>());
+}
+void to_json(nlohmann::json& json, TripletNegatives negatives) { json = triplet_negatives_name(negatives); }
+void from_json(const nlohmann::json& json, TripletNegatives& negatives) {
+    negatives = parse_triplet_negatives(json.get<std::string>());
+}
+}  // namespace nce::data
+namespace nce::nn {
+void to_json(nlohmann::json& json, ScheduleKind kind) { json = schedule_kind_name(kind); }
+void from_json(const nlohmann::json& json, ScheduleKind& kind) { kind = schedule_kind_from_name(json.get<std::string>()); }
+}  // namespace nce::nn
+
 namespace nce::retrieval {
 namespace {
 
@@ -39,9 +63,13 @@ namespace fs = std::filesystem;
 // values a text setting takes (empty: any text), and its help line (nullptr: no flag of that
 // name: loss_parameters has --loss-parameter, checkpoint_activations a switch, app is the
 // app's own). config.json, --config files, the flags and their --help all come from it.
+// The enums are a setting with choices: their names in JSON and on the command line
+// (to_json / from_json below), checked against the choices before they are read.
 using SettingField = std::variant<std::string RunConfig::*, uint64_t RunConfig::*, int64_t RunConfig::*,
                                   double RunConfig::*, bool RunConfig::*,
-                                  std::map<std::string, std::string> RunConfig::*, nlohmann::json RunConfig::*>;
+                                  std::map<std::string, std::string> RunConfig::*, nlohmann::json RunConfig::*,
+                                  data::TokenizerModelType RunConfig::*, data::TripletNegatives RunConfig::*,
+                                  Device RunConfig::*, nn::ScheduleKind RunConfig::*>;
 
 struct Setting {
     const char* name;
@@ -171,6 +199,20 @@ std::string type_name(const Setting& setting) {
     return "TEXT";
 }
 
+const Setting& setting_named(const std::string& name) {
+    for (const Setting& setting : settings())
+        if (name == setting.name) return setting;
+    fail("config: no setting named '{}'", name);
+}
+
+// "cpu or cuda", "hard_negative, in_batch or mixed".
+std::string choice_list(const std::vector<std::string>& choices) {
+    std::string list;
+    for (size_t i = 0; i < choices.size(); ++i)
+        list += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
+    return list;
+}
+
 std::string flag_name(const std::string& field) {
     std::string flag = "--" + field;
     for (char& c : flag)
@@ -267,6 +309,10 @@ void apply_run_config_json(RunConfig& config, const nlohmann::json& json, const 
         }
         NCE_CHECK(same_kind(expected, value), "{}: setting '{}' must be {}, got {}", source, key, kind_name(expected),
                   value.dump());
+        const std::vector<std::string>& choices = setting_named(key).choices;
+        if (!choices.empty() && std::find(choices.begin(), choices.end(), value.get<std::string>()) == choices.end())
+            fail("{}: {} must be {}, got '{}' (flag {})", source == "command line" ? "config" : source, key,
+                 choice_list(choices), value.get<std::string>(), flag_name(key));
         merged[key] = value;
     }
     config = run_config_from_json(merged);
@@ -292,7 +338,6 @@ void validate_run_config(const RunConfig& c) {
     NCE_CHECK(c.validation_fraction + c.test_fraction < 1,
               "config: validation_fraction + test_fraction must be below 1, got {} + {}", c.validation_fraction, c.test_fraction);
     sized_or_positive(c.vocab_size, "vocab_size");
-    data::parse_tokenizer_model_type(c.tokenizer_type);
     NCE_CHECK(c.character_coverage > 0 && c.character_coverage <= 1,
               "config: character_coverage must be in (0, 1], got {} (flag --character-coverage)", c.character_coverage);
     positive(c.d_model, "d_model");
@@ -319,7 +364,6 @@ void validate_run_config(const RunConfig& c) {
         (void)value;
     }
     losses::make_parameters(loss, c.loss_parameters);  // each value against its rule (tau > 0, ...)
-    data::parse_triplet_negatives(c.triplet_negatives);
     positive(c.batch_size, "batch_size");
     NCE_CHECK(c.batch_size >= 2, "config: batch_size must be at least 2 (in-batch negatives), got {}", c.batch_size);
     NCE_CHECK(c.mini_batch_size >= 0, "config: mini_batch_size must be 0 (off) or positive, got {} (flag "
@@ -327,17 +371,14 @@ void validate_run_config(const RunConfig& c) {
     NCE_CHECK(c.mini_batch_size == 0 || training_loss(c.loss).grad_cache,
               "config: mini_batch_size (GradCache) works with infonce, infonce_symmetric and matryoshka, not {}; set it "
               "to 0 or change --loss", c.loss);
-    NCE_CHECK(c.device == "cpu" || c.device == "cuda", "config: device must be cpu or cuda, got '{}' (flag --device)",
-              c.device);
     NCE_CHECK(c.gemm_precision.empty() || c.gemm_precision == "float32" || c.gemm_precision == "bfloat16",
               "config: gemm_precision must be float32 or bfloat16, got '{}' (flag --gemm-precision)", c.gemm_precision);
-    NCE_CHECK(c.gemm_precision != "bfloat16" || c.device == "cpu", "config: gemm_precision bfloat16 applies to the "
+    NCE_CHECK(c.gemm_precision != "bfloat16" || c.device == Device::CPU, "config: gemm_precision bfloat16 applies to the "
               "CPU backend's GEMMs; run it with --device cpu (flag --gemm-precision)");
     positive(c.max_steps, "max_steps");
     positive(c.epochs, "epochs");
     NCE_CHECK(c.learning_rate > 0, "config: learning_rate must be positive, got {} (flag --learning-rate)", c.learning_rate);
     non_negative(c.weight_decay, "weight_decay");
-    nn::schedule_kind_from_name(c.schedule);
     NCE_CHECK(c.warmup_steps >= 0 && c.warmup_steps <= c.max_steps,
               "config: warmup_steps must be in [0, max_steps = {}], got {} (flag --warmup-steps)", c.max_steps, c.warmup_steps);
     non_negative(c.max_grad_norm, "max_grad_norm");

@@ -20,6 +20,11 @@
 #include <string>
 #include <vector>
 
+#include "data/batching.h"
+#include "data/tokenizer.h"
+#include "engine/dtype.h"
+#include "nn/schedule.h"
+
 // CLI11 by name only: <CLI/CLI.hpp> compiles its validators and help formatter into every
 // file that includes it (seconds each, ten under the sanitizers), so only the files that
 // build a command line include it.
@@ -42,7 +47,7 @@ struct RunConfig {
 
     // ---- tokenizer (SentencePiece, trained on the training split's texts) ----
     int64_t vocab_size = 4000;
-    std::string tokenizer_type = "unigram";  // "unigram" or "bpe"
+    data::TokenizerModelType tokenizer_type = data::TokenizerModelType::Unigram;  // "unigram" or "bpe" in JSON and flags
     double character_coverage = 0.9995;
 
     // ---- model: a text_encoder (nn/text_encoder.h) ----
@@ -68,7 +73,7 @@ struct RunConfig {
     // ---- training (nn::Trainer) ----
     std::string loss = "infonce";      // one of training_loss_names() (retrieval/training.h)
     std::map<std::string, std::string> loss_parameters;  // e.g. {"tau": "0.05"}; unset ones take the catalogue's default
-    std::string triplet_negatives = "mixed";  // triplet's negatives: hard_negative, in_batch, mixed
+    data::TripletNegatives triplet_negatives = data::TripletNegatives::Mixed;  // "hard_negative", "in_batch", "mixed"
     int64_t batch_size = 64;
     // GradCache (nn/grad_cache.h): embed a batch this many rows at a time, with the exact
     // gradient of the whole batch's loss; 0: the whole batch at once. infonce,
@@ -78,11 +83,11 @@ struct RunConfig {
     // input in the forward and recompute the layer in the backward; the same gradients bit
     // for bit in about half the activation memory, for about a third more compute.
     bool checkpoint_activations = false;
-    // "cpu" or "cuda". The retrieval apps' train / pretrain / eval / index check it before
+    // cpu or cuda. The retrieval apps' train / pretrain / eval / index check it before
     // they read or write anything: cuda on a machine or build without a GPU backend stops
     // with one line naming why (retrieval/retrieval_app.cpp, require_run_device); with
     // one, the run computes on the GPU (retrieval/run_device.h says what moves where).
-    std::string device = "cpu";
+    Device device = Device::CPU;
     // The precision of the run's float32 GEMMs (engine/gemm_precision.h): "float32", or
     // "bfloat16" (operands rounded to bfloat16, float32 accumulation, oneDNN; CPU only).
     // Empty: the engine's setting (NCE_GEMM_PRECISION, default float32), which resolve()
@@ -92,7 +97,7 @@ struct RunConfig {
     int64_t epochs = 1000;             // upper bound; max_steps usually ends the run first
     double learning_rate = 1e-3;
     double weight_decay = 0.01;        // AdamW
-    std::string schedule = "cosine";   // constant, linear, cosine
+    nn::ScheduleKind schedule = nn::ScheduleKind::Cosine;  // "constant", "linear", "cosine"
     int64_t warmup_steps = 30;
     double max_grad_norm = 1.0;        // 0: no clipping
     int64_t evaluate_every = 50;       // steps between validation evaluations (MRR@10); 0: none

@@ -10,7 +10,7 @@
 namespace nce::retrieval {
 
 std::unique_ptr<nn::EmbeddingModel> to_run_device(std::unique_ptr<nn::EmbeddingModel> model, const RunConfig& config) {
-    model->to(parse_device_name(config.device));
+    model->to(config.device);
     return model;
 }
 

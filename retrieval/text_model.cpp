@@ -21,7 +21,7 @@ data::Tokenizer train_run_tokenizer(const std::vector<std::string>& texts, const
                                     const std::string& directory, bool identifier_words) {
     data::TokenizerOptions options;
     options.vocab_size = config.vocab_size;
-    options.model_type = data::parse_tokenizer_model_type(config.tokenizer_type);
+    options.model_type = config.tokenizer_type;
     options.character_coverage = config.character_coverage;
     options.seed = static_cast<uint32_t>(config.seed);
     options.exact_vocab_size = false;  // a small corpus gets the pieces it can fill (the run prints how many)
@@ -84,7 +84,7 @@ std::unique_ptr<nn::EmbeddingModel> with_model_prompts(std::unique_ptr<nn::Embed
 }
 
 void check_run_memory(const nn::ModelConfig& model, const RunConfig& config) {
-    if (config.device != "cpu") return;  // the activations live on the GPU, whose allocator reports its own limit
+    if (config.device != Device::CPU) return;  // the activations live on the GPU, whose allocator reports its own limit
     nn::TrainingBatchShape batch;
     batch.query_rows = config.mini_batch_size > 0 ? std::min(config.mini_batch_size, config.batch_size) : config.batch_size;
     batch.query_tokens = config.max_query_length;

@@ -40,7 +40,7 @@ std::vector<data::Batch> usable_batches(const data::RetrievalDataset& train, con
     options.strategy = loss.strategy;
     options.batch_size = config.batch_size;
     options.seed = config.seed * 1000003 + static_cast<uint64_t>(epoch);
-    options.triplet_negatives = data::parse_triplet_negatives(config.triplet_negatives);
+    options.triplet_negatives = config.triplet_negatives;
     options.drop_last = false;
     std::vector<data::Batch> batches;
     for (data::Batch& batch : data::make_batches(train, options).batches)
@@ -225,7 +225,7 @@ nn::TrainerOptions trainer_options(const RunConfig& config, const RunFiles& file
     options.max_steps = config.max_steps;
     options.seed = config.seed;
     nn::LearningRateSchedule schedule;
-    schedule.kind = nn::schedule_kind_from_name(config.schedule);
+    schedule.kind = config.schedule;
     schedule.base_learning_rate = config.learning_rate;
     schedule.warmup_steps = config.warmup_steps;
     schedule.total_steps = config.max_steps;

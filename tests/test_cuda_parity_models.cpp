@@ -368,7 +368,7 @@ TEST_CASE("cuda parity: the retrieval apps' training and pretraining loops on CU
     };
     auto train_on = [&](Device device, const retrieval::RunConfig& run_config) {
         retrieval::RunConfig on_device = run_config;
-        on_device.device = device_name(device);
+        on_device.device = device;
         const fs::path output = folder / fmt::format("{}_{}_{}", run_config.loss, run_config.mini_batch_size,
                                                      device_name(device));
         retrieval::create_output_folder(output.string());
@@ -404,7 +404,7 @@ TEST_CASE("cuda parity: the retrieval apps' training and pretraining loops on CU
     // are left out: a tiny model's near ties may rank differently at float32's last bits.)
     auto pretrain_on = [&](Device device) {
         retrieval::RunConfig on_device = config;
-        on_device.device = device_name(device);
+        on_device.device = device;
         auto model = retrieval::to_run_device(retrieval::make_text_encoder(on_device, tokenizer.vocab_size()), on_device);
         const std::string log = (folder / fmt::format("pretrain_{}.jsonl", device_name(device))).string();
         retrieval::pretrain_text_encoder(*model, tokenizer, train.passages, eval::LexicalTokens::Whitespace, 4,

@@ -49,26 +49,26 @@ using Names = std::vector<std::string>;
 }  // namespace
 
 TEST_CASE("loss fit: the columns decide which losses can train") {
-    CHECK(pairs::losses_that_fit(file_with(0, false), "mixed") ==
+    CHECK(pairs::losses_that_fit(file_with(0, false), data::TripletNegatives::Mixed) ==
           Names{"infonce", "infonce_symmetric", "multi_positive", "rank_infonce", "hard_negative_infonce", "triplet",
                 "matryoshka"});
-    CHECK(pairs::losses_that_fit(file_with(0, false), "hard_negative") ==
+    CHECK(pairs::losses_that_fit(file_with(0, false), data::TripletNegatives::HardNegative) ==
           Names{"infonce", "infonce_symmetric", "multi_positive", "rank_infonce", "hard_negative_infonce",
                 "matryoshka"});
-    CHECK(pairs::losses_that_fit(file_with(2, false), "hard_negative") ==
+    CHECK(pairs::losses_that_fit(file_with(2, false), data::TripletNegatives::HardNegative) ==
           Names{"infonce", "infonce_symmetric", "triplet", "listwise", "cosent", "contrastive"});
-    CHECK(pairs::losses_that_fit(file_with(0, true), "mixed") == Names{"rank_infonce", "listwise", "cosent", "contrastive"});
-    CHECK_ERROR_MENTIONS(pairs::check_loss_fits(file_with(0, true), "infonce", "mixed"),
+    CHECK(pairs::losses_that_fit(file_with(0, true), data::TripletNegatives::Mixed) == Names{"rank_infonce", "listwise", "cosent", "contrastive"});
+    CHECK_ERROR_MENTIONS(pairs::check_loss_fits(file_with(0, true), "infonce", data::TripletNegatives::Mixed),
                          "--loss infonce does not fit pairs.csv (columns: anchor, positive, score): it treats every "
                          "pair as a positive and would ignore the score column; losses that fit these columns: "
                          "rank_infonce, listwise, cosent, contrastive");
-    CHECK_ERROR_MENTIONS(pairs::check_loss_fits(file_with(0, false), "cosent", "mixed"),
+    CHECK_ERROR_MENTIONS(pairs::check_loss_fits(file_with(0, false), "cosent", data::TripletNegatives::Mixed),
                          "needs a score column or negative columns");
-    CHECK_ERROR_MENTIONS(pairs::check_loss_fits(file_with(1, false), "hard_negative_infonce", "mixed"),
+    CHECK_ERROR_MENTIONS(pairs::check_loss_fits(file_with(1, false), "hard_negative_infonce", data::TripletNegatives::Mixed),
                          "pull the negatives towards the anchor");
-    CHECK_ERROR_MENTIONS(pairs::check_loss_fits(file_with(0, false), "ntxent", "mixed"),
+    CHECK_ERROR_MENTIONS(pairs::check_loss_fits(file_with(0, false), "ntxent", data::TripletNegatives::Mixed),
                          "--loss ntxent: not a loss nce train can train with");
-    CHECK_NOTHROW(pairs::check_loss_fits(file_with(3, false), "triplet", "hard_negative"));
+    CHECK_NOTHROW(pairs::check_loss_fits(file_with(3, false), "triplet", data::TripletNegatives::HardNegative));
 }
 
 namespace {

@@ -12,7 +12,7 @@ namespace nce::pairs {
 namespace {
 
 // Why `loss` does not fit the file's columns, or "" when it does.
-std::string misfit(const data::PairsFile& file, const std::string& loss, const std::string& triplet_negatives) {
+std::string misfit(const data::PairsFile& file, const std::string& loss, data::TripletNegatives triplet_negatives) {
     const bool negatives = file.negative_columns > 0;
     const bool score = file.has_score;
     if (loss == "listwise" || loss == "cosent" || loss == "contrastive")
@@ -22,21 +22,21 @@ std::string misfit(const data::PairsFile& file, const std::string& loss, const s
         return "it would ignore the negative columns";
     if (negatives && loss == "hard_negative_infonce")
         return "it counts every text of a query as a positive, so it would pull the negatives towards the anchor";
-    if (!negatives && loss == "triplet" && triplet_negatives == "hard_negative")
+    if (!negatives && loss == "triplet" && triplet_negatives == data::TripletNegatives::HardNegative)
         return "--triplet-negatives hard_negative needs negative columns (or use in_batch or mixed)";
     return "";
 }
 
 }  // namespace
 
-std::vector<std::string> losses_that_fit(const data::PairsFile& file, const std::string& triplet_negatives) {
+std::vector<std::string> losses_that_fit(const data::PairsFile& file, data::TripletNegatives triplet_negatives) {
     std::vector<std::string> fitting;
     for (const std::string& loss : retrieval::training_loss_names())
         if (misfit(file, loss, triplet_negatives).empty()) fitting.push_back(loss);
     return fitting;
 }
 
-void check_loss_fits(const data::PairsFile& file, const std::string& loss, const std::string& triplet_negatives) {
+void check_loss_fits(const data::PairsFile& file, const std::string& loss, data::TripletNegatives triplet_negatives) {
     const std::vector<std::string>& known = retrieval::training_loss_names();
     NCE_CHECK(std::find(known.begin(), known.end(), loss) != known.end(),
               "--loss {}: not a loss nce train can train with; use one of: {}", loss, fmt::join(known, ", "));

@@ -27,14 +27,15 @@
 #include <string>
 #include <vector>
 
+#include "data/batching.h"
 #include "data/pairs_reader.h"
 
 namespace nce::pairs {
 
 // The training losses that fit the file's columns, in training_loss_names() order.
-std::vector<std::string> losses_that_fit(const data::PairsFile& file, const std::string& triplet_negatives);
+std::vector<std::string> losses_that_fit(const data::PairsFile& file, data::TripletNegatives triplet_negatives);
 
 // Throws nce::Error unless `loss` fits the file's columns (the table above).
-void check_loss_fits(const data::PairsFile& file, const std::string& loss, const std::string& triplet_negatives);
+void check_loss_fits(const data::PairsFile& file, const std::string& loss, data::TripletNegatives triplet_negatives);
 
 }  // namespace nce::pairs
