@@ -13,6 +13,7 @@
 #include "engine/error.h"
 #include "losses/losses.h"
 #include "nn/checkpoint_activations.h"
+#include "nn/memory_estimate.h"
 #include "nn/optimizer.h"
 #include "nn/trainer.h"
 
@@ -125,6 +126,12 @@ PretrainingReport pretrain_text_encoder(nn::EmbeddingModel& model, const data::T
               "more data, a smaller --pretrain-candidates, or --no-pretrain", report.windows, candidates);
     report.steps = pretraining_steps(config, report.windows, most_steps);
     if (report.steps == 0) return report;
+    if (config.device == Device::CPU)  // a step scores each pseudo-query's candidate windows
+        nn::check_training_memory(model.config(),
+                                  {.query_rows = rows, .query_tokens = config.max_query_length,
+                                   .passage_rows = rows * candidates, .passage_tokens = config.max_passage_length,
+                                   .checkpoint_activations = config.checkpoint_activations},
+                                  "lower --pretrain-batch-size or --pretrain-candidates, or add --checkpoint-activations");
 
     // Every step's pseudo-queries up front (windows without replacement, reshuffled each
     // pass), so BM25 builds its index once and ranks them all in one call.

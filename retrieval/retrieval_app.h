@@ -104,11 +104,6 @@ struct RunOutcome {
     double seconds = 0;             // the whole run
 };
 
-// Splits a data set as app.split says (or by group), checking that train, validation and
-// test each have queries and passages (one line naming the split and the data otherwise).
-data::DatasetSplits split_for_app(const RetrievalApp& app, const data::RetrievalDataset& dataset,
-                                  const RunConfig& config);
-
 // The whole `train` run described above; prints progress lines and the table.
 RunOutcome run_train(const RetrievalApp& app, const RunConfig& config);
 
@@ -122,22 +117,6 @@ struct PromptOverride {
     std::optional<std::string> query_prompt;
     std::optional<std::string> passage_prompt;
 };
-
-// The learning rate a pretrained model fine-tunes at (sentence-transformers' usual 2e-5).
-inline constexpr double kFineTuningLearningRate = 2e-5;
-
-// A pretrained model wants a short run at a small learning rate with warmup: each setting of
-// `config` still at its from-scratch default (`from_scratch`) takes the fine-tuning one (one
-// epoch over `training_queries`, 2e-5, a tenth of the steps of warmup, validation four times).
-// Returns what changed and the lengths, for the run to print.
-std::string use_fine_tuning_defaults(RunConfig& config, const RunConfig& from_scratch, int64_t training_queries);
-
-// The run's tokenizer (with --init FOLDER that folder's, copied into the output; with --init
-// CHECKPOINT the one beside it; else one trained on the training split), with the vocabulary
-// and the lengths left at -1 sized to the data, and a pretrained model's lengths kept within
-// its max_seq_length.
-data::Tokenizer sized_run_tokenizer(const RetrievalApp& app, RunConfig& config, const data::DatasetSplits& splits,
-                                    const RunFiles& files);
 
 // The `eval` run: the table for the model in `checkpoint_path` (a checkpoint, whose tokenizer
 // is the one beside it or the run's, or a model folder with its own), written to results.json

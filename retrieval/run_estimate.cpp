@@ -15,10 +15,10 @@ namespace {
 
 constexpr size_t kProbeTexts = 16;
 
-using Clock = std::chrono::steady_clock;
+using ProbeClock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-    return std::chrono::duration<double>(Clock::now() - start).count();
+double probe_seconds_since(ProbeClock::time_point start) {
+    return std::chrono::duration<double>(ProbeClock::now() - start).count();
 }
 
 std::vector<std::string> first_texts(const std::vector<std::string>& texts) {
@@ -42,19 +42,19 @@ TextCosts probe_text_costs(nn::EmbeddingModel& model, const data::Tokenizer& tok
     Generator probe_dropout(0);  // the run's own generators are not drawn from
 
     model.train(true);
-    auto start = Clock::now();
+    auto start = ProbeClock::now();
     Var q = encode_on_model_device(model, query_batch, &probe_dropout);
-    const double query_forward = seconds_since(start);
-    start = Clock::now();
+    const double query_forward = probe_seconds_since(start);
+    start = ProbeClock::now();
     Var p = encode_on_model_device(model, passage_batch, &probe_dropout);
-    const double passage_forward = seconds_since(start);
-    start = Clock::now();
+    const double passage_forward = probe_seconds_since(start);
+    start = ProbeClock::now();
     Var both = add(sum(q), sum(p));
     both.backward();
     both.value().to(Device::CPU);  // waits for a device to finish
     // The backward of each side, shared out by the forwards' times (a backward costs about
     // twice its forward in either).
-    const double backward = seconds_since(start);
+    const double backward = probe_seconds_since(start);
     const double forward = std::max(query_forward + passage_forward, 1e-9);
     costs.train_query = (query_forward + backward * query_forward / forward) / query_rows;
     costs.train_passage = (passage_forward + backward * passage_forward / forward) / passage_rows;
@@ -63,12 +63,12 @@ TextCosts probe_text_costs(nn::EmbeddingModel& model, const data::Tokenizer& tok
     model.train(false);
     {
         NoGradGuard no_grad;
-        start = Clock::now();
+        start = ProbeClock::now();
         encode_on_model_device(model, query_batch, nullptr).value().to(Device::CPU);
-        costs.encode_query = seconds_since(start) / query_rows;
-        start = Clock::now();
+        costs.encode_query = probe_seconds_since(start) / query_rows;
+        start = ProbeClock::now();
         encode_on_model_device(model, passage_batch, nullptr).value().to(Device::CPU);
-        costs.encode_passage = seconds_since(start) / passage_rows;
+        costs.encode_passage = probe_seconds_since(start) / passage_rows;
     }
     model.train(was_training);
     return costs;

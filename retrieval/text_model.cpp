@@ -88,9 +88,7 @@ void check_run_memory(const nn::ModelConfig& model, const RunConfig& config) {
     nn::TrainingBatchShape batch;
     batch.query_rows = config.mini_batch_size > 0 ? std::min(config.mini_batch_size, config.batch_size) : config.batch_size;
     batch.query_tokens = config.max_query_length;
-    batch.passage_rows = batch.query_rows;
-    if (config.pretrain_steps != 0)  // a pretraining step scores each pseudo-query's candidates
-        batch.passage_rows = std::max(batch.passage_rows, config.pretrain_batch_size * config.pretrain_candidates);
+    batch.passage_rows = batch.query_rows;  // corpus pretraining checks its own batch (pretraining.cpp)
     batch.passage_tokens = config.max_passage_length;
     batch.checkpoint_activations = config.checkpoint_activations;
     nn::check_training_memory(model, batch, "lower --batch-size, the lengths, --d-model, --num-layers, "

@@ -54,8 +54,9 @@ std::unique_ptr<nn::EmbeddingModel> with_model_prompts(std::unique_ptr<nn::Embed
 std::unique_ptr<nn::EmbeddingModel> make_text_encoder(const RunConfig& config, int64_t vocab_size);
 
 // Throws nce::Error, one line with the estimate and the settings that lower it, when a training
-// step of `model` with the run's batch (its GradCache chunk, the lengths, corpus pretraining's
-// candidates, activation checkpointing) would not fit in memory (nn/memory_estimate.h).
+// step of `model` with the run's batch (its GradCache chunk, the lengths, activation
+// checkpointing) would not fit in memory (nn/memory_estimate.h). Corpus pretraining checks its
+// own batch of pseudo-queries and candidates once it knows the corpus has enough windows.
 void check_run_memory(const nn::ModelConfig& model, const RunConfig& config);
 
 // Loads a model checkpoint that must hold a text_encoder: a missing file, a file that is not

@@ -8,6 +8,7 @@
 
 #include "retrieval/data_sizes.h"
 #include "retrieval/pretraining.h"
+#include "retrieval/run_preparation.h"
 #include "retrieval/tokenizer_fingerprint.h"
 #include "eval/rankings.h"
 #include "retrieval/svg_charts.h"
