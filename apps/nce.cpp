@@ -8,9 +8,9 @@
 #include "apps/commands.h"
 #include "apps/parse_error.h"
 #include "distributed/world.h"
+#include "engine/message_text.h"
 #ifdef NCE_HAVE_CUDA
 #include "engine/cuda/cuda_backend.h"
-#include "engine/message_text.h"
 #endif
 
 int main(int argc, char** argv) {
