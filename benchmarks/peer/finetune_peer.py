@@ -14,7 +14,8 @@ both sides and the comparison.
 
 The step is what SentenceTransformerTrainer runs for MultipleNegativesRankingLoss: the
 model in training mode (dropout on), anchors and positives through SentenceTransformer's own
-modules, cross-entropy over the batch's in-batch similarities times scale = 1 / tau, AdamW
+modules, batches in which no text appears twice (NoDuplicatesBatchSampler's packing, nce's
+default), cross-entropy over the batch's in-batch similarities times scale = 1 / tau, AdamW
 (decoupled weight decay on every parameter, as nce's), the gradient norm clipped, the
 learning rate warmed up linearly then decayed by transformers' schedule of the name nce's
 config gives (nce's schedules are written as transformers' are).
@@ -49,6 +50,26 @@ def training_rows(train_file, train_ids):
             if row["query_id"] in train_ids:
                 by_query.setdefault(row["query_id"], (row["anchor"], row["positive"]))
     return list(by_query.values())
+
+
+def no_duplicate_batches(rows, batch_size, generator):
+    """One epoch of batches in which no text appears twice, as sentence-transformers'
+    NoDuplicatesBatchSampler packs them (the sampler its documentation pairs with
+    MultipleNegativesRankingLoss) and as nce's batches are packed by default: the rows shuffled,
+    each batch filled from the front of what is left with the rows sharing no text with it; a
+    row that would repeat one waits for a later batch."""
+    remaining = list(rows)
+    generator.shuffle(remaining)
+    while remaining:
+        batch, texts, waiting = [], set(), []
+        for row in remaining:
+            if len(batch) < batch_size and texts.isdisjoint(row):
+                batch.append(row)
+                texts.update(row)
+            else:
+                waiting.append(row)
+        yield batch
+        remaining = waiting
 
 
 def main():
@@ -87,16 +108,13 @@ def main():
     def features(texts, max_length):  # the override the trainer's data collator passes
         return model.preprocess(texts, max_length=max_length)
 
+    def batches():  # epoch after epoch (the last batch of one may be short, as nce's)
+        while True:
+            yield from no_duplicate_batches(rows, batch_size, generator)
+
     model.train()
-    order, at = [], 0
     start = time.perf_counter()
-    for step in range(steps):
-        if at >= len(order):  # a new epoch: the queries shuffled (the last batch may be short, as nce's)
-            order = list(rows)
-            generator.shuffle(order)
-            at = 0
-        batch = order[at:at + batch_size]
-        at += batch_size
+    for step, batch in zip(range(steps), batches()):
         anchors = features([anchor for anchor, _ in batch], config["max_query_length"])
         positives = features([positive for _, positive in batch], config["max_passage_length"])
         loss = loss_model([anchors, positives], None)
