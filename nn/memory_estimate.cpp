@@ -10,12 +10,17 @@ namespace nce::nn {
 
 namespace {
 
-// Values the graph keeps for `rows` texts of `tokens` tokens (doubles: the sizes are checked
-// by validate_config, but their products are only estimates and must not wrap).
+// Values one encoder layer keeps per token of a text of `tokens` tokens (doubles: the sizes
+// are checked by validate_config, but their products are only estimates and must not wrap).
+double layer_values_per_token(const ModelConfig& config, double tokens) {
+    return 8.0 * static_cast<double>(config.d_model) + 2.0 * static_cast<double>(config.dim_feedforward) +
+           2.0 * static_cast<double>(config.nhead) * tokens;
+}
+
+// Values the graph keeps for `rows` texts of `tokens` tokens.
 double activation_values(const ModelConfig& config, double rows, double tokens, bool checkpoint_activations) {
-    const double d = static_cast<double>(config.d_model), ff = static_cast<double>(config.dim_feedforward);
-    const double heads = static_cast<double>(config.nhead), layers = static_cast<double>(config.num_layers);
-    const double one_layer = 8.0 * d + 2.0 * ff + 2.0 * heads * tokens;  // per token
+    const double d = static_cast<double>(config.d_model), layers = static_cast<double>(config.num_layers);
+    const double one_layer = layer_values_per_token(config, tokens);
     const double layers_kept = checkpoint_activations ? layers * d + one_layer : layers * one_layer;
     const double per_token = 3.0 * d + layers_kept + 3.0 * static_cast<double>(config.lexical_dim);
     const double per_text = config.term_weights ? 3.0 * static_cast<double>(config.vocab_size) : 0.0;
@@ -30,9 +35,8 @@ MemoryEstimate estimate_training_memory(const ModelConfig& config, const Trainin
     MemoryEstimate estimate;
     estimate.model_bytes = 5.0 * static_cast<double>(parameter_count(config)) * bytes;
     const double longest = static_cast<double>(std::max(batch.query_tokens, batch.passage_tokens));
-    const double d = static_cast<double>(config.d_model), ff = static_cast<double>(config.dim_feedforward);
     const double transient = static_cast<double>(std::max(batch.query_rows, batch.passage_rows)) * longest *
-                             (8.0 * d + 2.0 * ff + 2.0 * static_cast<double>(config.nhead) * longest);
+                             layer_values_per_token(config, longest);  // the backward of one layer
     estimate.activation_bytes =
         bytes * (activation_values(config, static_cast<double>(batch.query_rows),
                                    static_cast<double>(batch.query_tokens), batch.checkpoint_activations) +

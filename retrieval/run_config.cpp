@@ -27,6 +27,7 @@
 #include "losses/loss.h"
 #include "nn/model.h"
 #include "nn/schedule.h"
+#include "retrieval/device_name.h"
 #include "retrieval/training.h"
 
 // The enum settings as JSON strings, found by argument-dependent lookup in each enum's
@@ -34,9 +35,7 @@
 // checks it against the setting's choices first.
 namespace nce {
 void to_json(nlohmann::json& json, Device device) { json = device_name(device); }
-void from_json(const nlohmann::json& json, Device& device) {
-    device = json.get<std::string>() == "cuda" ? Device::CUDA : Device::CPU;
-}
+void from_json(const nlohmann::json& json, Device& device) { device = retrieval::parse_device_name(json.get<std::string>()); }
 }  // namespace nce
 namespace nce::data {
 void to_json(nlohmann::json& json, TokenizerModelType type) { json = tokenizer_model_type_name(type); }
