@@ -330,6 +330,7 @@ RunOutcome run_pretrain(const RetrievalApp& app, const RunConfig& given_config) 
     data::Tokenizer tokenizer = sized_run_tokenizer(app, config, splits, files);
     if (adapting) {  // warmup is pretraining's own (a tenth of its steps)
         if (config.learning_rate == app.defaults.learning_rate) config.learning_rate = kFineTuningLearningRate;
+        use_model_dropout(config, app.defaults);
         fmt::print("adapting {} to the corpus: learning rate {:g} (--learning-rate); lengths within its max_seq_length "
                    "(queries {}, passages {} tokens)\n", config.init, config.learning_rate, config.max_query_length,
                    config.max_passage_length);

@@ -105,7 +105,7 @@ const std::vector<Setting>& settings() {
         {"dim_feedforward", "Model", &RunConfig::dim_feedforward, {},
          "feed-forward width"},
         {"dropout", "Model", &RunConfig::dropout, {},
-         "dropout probability while training"},
+         "dropout probability while training (--init of a pretrained model: its own hidden_dropout_prob unless given)"},
         {"lexical_dim", "Model", &RunConfig::lexical_dim, {},
          "the model's lexical head beside the mean-pooled vector: -2 term weights (one number per "
          "vocabulary piece, written by the text's own tokens), -1 a max-pooled vector of 6 x d_model, "

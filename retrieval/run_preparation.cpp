@@ -145,7 +145,8 @@ std::unique_ptr<nn::EmbeddingModel> load_init(const RunConfig& config, int64_t v
         fmt::print("--init {}: the checkpoint reads queries after \"{}\" and passages after \"{}\"; this run trains and "
                    "saves the prompts \"{}\" and \"{}\" (--query-prompt, --passage-prompt)\n",
                    config.init, found.query_prompt, found.passage_prompt, wanted.query_prompt, wanted.passage_prompt);
-    return with_model_prompts(std::move(model), wanted.query_prompt, wanted.passage_prompt);
+    return with_training_dropout(with_model_prompts(std::move(model), wanted.query_prompt, wanted.passage_prompt),
+                                 config.dropout);
 }
 
 data::Tokenizer sized_run_tokenizer(const RetrievalApp& app, RunConfig& config, const data::DatasetSplits& splits,
@@ -241,7 +242,12 @@ data::DatasetSplits split_for_app(const RetrievalApp& app, const data::Retrieval
     return splits;
 }
 
+void use_model_dropout(RunConfig& config, const RunConfig& from_scratch) {
+    if (config.dropout == from_scratch.dropout) config.dropout = nn::sentence_transformers_config(config.init).dropout;
+}
+
 std::string use_fine_tuning_defaults(RunConfig& config, const RunConfig& from_scratch, int64_t training_queries) {
+    use_model_dropout(config, from_scratch);
     std::vector<std::string> changed;
     if (config.max_steps == from_scratch.max_steps) {
         config.max_steps = std::max<int64_t>(1, (training_queries + config.batch_size - 1) / config.batch_size);

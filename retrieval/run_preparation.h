@@ -60,9 +60,14 @@ data::Tokenizer sized_run_tokenizer(const RetrievalApp& app, RunConfig& config, 
 // The learning rate a pretrained model fine-tunes at (sentence-transformers' usual 2e-5).
 inline constexpr double kFineTuningLearningRate = 2e-5;
 
+// --dropout left at its from-scratch default takes the pretrained model's own (hidden_dropout_prob
+// of --init's config.json), so that config.json records the dropout the run trains with.
+void use_model_dropout(RunConfig& config, const RunConfig& from_scratch);
+
 // A pretrained model wants a short run at a small learning rate with warmup: each setting of
 // `config` still at its from-scratch default (`from_scratch`) takes the fine-tuning one (one
-// epoch over `training_queries`, 2e-5, a tenth of the steps of warmup, validation four times).
+// epoch over `training_queries`, 2e-5, a tenth of the steps of warmup, validation four times,
+// the model's own dropout).
 // Returns what changed and the lengths, for the run to print.
 std::string use_fine_tuning_defaults(RunConfig& config, const RunConfig& from_scratch, int64_t training_queries);
 

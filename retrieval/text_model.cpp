@@ -65,6 +65,23 @@ int64_t prompt_tokens(const data::Tokenizer& tokenizer, const std::string& promp
     return static_cast<int64_t>(tokenizer.encode_ids(prompt).size()) - specials.before - specials.after;
 }
 
+namespace {
+
+// The same model in a new config of the same sizes, its parameters copied over.
+std::unique_ptr<nn::EmbeddingModel> rebuilt_with(nn::EmbeddingModel& model, const nn::ModelConfig& config) {
+    Generator unused_initialisation(0);  // every parameter is copied over below
+    std::unique_ptr<nn::EmbeddingModel> rebuilt =
+        nn::make_model(config, unused_initialisation, model.parameters().front()->dtype());
+    rebuilt->to(model_device(model));  // load_parameters copies onto the parameters' device
+    std::map<std::string, Tensor> parameters;
+    for (auto& [name, parameter] : model.named_parameters()) parameters[name] = parameter->value();
+    nn::load_parameters(*rebuilt, parameters, "the model given new settings");
+    rebuilt->train(model.training());
+    return rebuilt;
+}
+
+}  // namespace
+
 std::unique_ptr<nn::EmbeddingModel> with_model_prompts(std::unique_ptr<nn::EmbeddingModel> model,
                                                        const std::string& query_prompt,
                                                        const std::string& passage_prompt) {
@@ -72,15 +89,15 @@ std::unique_ptr<nn::EmbeddingModel> with_model_prompts(std::unique_ptr<nn::Embed
     nn::ModelConfig config = model->config();
     config.query_prompt = query_prompt;
     config.passage_prompt = passage_prompt;
-    Generator unused_initialisation(0);  // every parameter is copied over below
-    std::unique_ptr<nn::EmbeddingModel> prompted =
-        nn::make_model(config, unused_initialisation, model->parameters().front()->dtype());
-    prompted->to(model_device(*model));  // load_parameters copies onto the parameters' device
-    std::map<std::string, Tensor> parameters;
-    for (auto& [name, parameter] : model->named_parameters()) parameters[name] = parameter->value();
-    nn::load_parameters(*prompted, parameters, "the model given new prompts");
-    prompted->train(model->training());
-    return prompted;
+    return rebuilt_with(*model, config);
+}
+
+std::unique_ptr<nn::EmbeddingModel> with_training_dropout(std::unique_ptr<nn::EmbeddingModel> model, double dropout) {
+    if (model->config().dropout == dropout) return model;
+    nn::ModelConfig config = model->config();
+    config.dropout = dropout;
+    if (config.kind == "bert") config.attention_dropout = dropout;
+    return rebuilt_with(*model, config);
 }
 
 void check_run_memory(const nn::ModelConfig& model, const RunConfig& config) {
@@ -123,7 +140,8 @@ std::unique_ptr<nn::EmbeddingModel> load_pretrained_folder(const std::string& fo
     const nn::ModelConfig& own = pretrained.model->config();
     std::string query_prompt = config.query_prompt.empty() ? own.query_prompt : config.query_prompt;
     std::string passage_prompt = config.passage_prompt.empty() ? own.passage_prompt : config.passage_prompt;
-    return with_model_prompts(std::move(pretrained.model), query_prompt, passage_prompt);
+    return with_training_dropout(with_model_prompts(std::move(pretrained.model), query_prompt, passage_prompt),
+                                 config.dropout);
 }
 
 std::string tokenizer_beside(const std::string& folder) {

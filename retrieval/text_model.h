@@ -49,6 +49,12 @@ std::unique_ptr<nn::EmbeddingModel> with_model_prompts(std::unique_ptr<nn::Embed
                                                        const std::string& query_prompt,
                                                        const std::string& passage_prompt);
 
+// The same model (its parameters copied) trained with dropout `dropout` (--dropout): on its
+// hidden states and, for a bert, on its attention probabilities as well; `model` itself when
+// its hidden dropout already is that, so a pretrained model keeps its own pair (MiniLM's 0.1
+// and 0.1) unless the run asks for another.
+std::unique_ptr<nn::EmbeddingModel> with_training_dropout(std::unique_ptr<nn::EmbeddingModel> model, double dropout);
+
 // A freshly initialised text_encoder; the same config and seed give the same weights. Refused
 // first, with one line, when training it could not fit in memory (check_run_memory).
 std::unique_ptr<nn::EmbeddingModel> make_text_encoder(const RunConfig& config, int64_t vocab_size);
@@ -69,8 +75,8 @@ std::unique_ptr<nn::EmbeddingModel> load_text_encoder(const std::string& checkpo
 bool is_model_folder(const std::string& path);
 
 // The folder's model (nn/sentence_transformers_folder.h), with what nce assumed printed as
-// "--init FOLDER: note: ..." lines, and the run's prompts where the run gives them (the
-// folder's own, from config_sentence_transformers.json, otherwise).
+// "--init FOLDER: note: ..." lines, the run's prompts where the run gives them (the folder's own,
+// from config_sentence_transformers.json, otherwise) and its dropout (with_training_dropout).
 std::unique_ptr<nn::EmbeddingModel> load_pretrained_folder(const std::string& folder, const RunConfig& config,
                                                            bool print_notes = true);
 

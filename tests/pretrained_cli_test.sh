@@ -56,6 +56,29 @@ expect_in "$scratch/run/README.md" "^- Tokenizer: the pretrained model's own, 30
 [[ -f "$scratch/run/sentence-transformers/modules.json" ]] && pass "the run writes a sentence-transformers folder" \
     || fail "no sentence-transformers/modules.json in the run"
 
+# --dropout reaches the pretrained model: --dropout 0 trains as a copy of the folder whose
+# config.json says 0 (hidden and attention), loss for loss; left out, the folder's own 0.1 is
+# kept and recorded. (A --dropout that never reached the model gave the copy's run other losses.)
+mkdir -p "$scratch/no_dropout"
+for entry in "$model"/*; do ln -s "$entry" "$scratch/no_dropout/"; done
+rm "$scratch/no_dropout/config.json"
+sed -E 's/"(hidden|attention_probs)_dropout_prob": *[0-9.]+/"\1_dropout_prob": 0.0/' "$model/config.json" \
+    >"$scratch/no_dropout/config.json"
+run train --train "$scratch/train.jsonl" --init "$model" --max-steps 2 --batch-size 8 --evaluate-every 0 \
+    --dropout 0 --output "$scratch/dropout_flag"
+expect_exit_zero "train --init FOLDER --dropout 0"
+run train --train "$scratch/train.jsonl" --init "$scratch/no_dropout" --max-steps 2 --batch-size 8 \
+    --evaluate-every 0 --output "$scratch/dropout_folder"
+expect_exit_zero "train --init a folder without dropout"
+last_loss() { /usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["training"]["last_loss"])' "$1"; }
+if [[ "$(last_loss "$scratch/dropout_flag/results.json")" == "$(last_loss "$scratch/dropout_folder/results.json")" ]]; then
+    pass "--dropout 0 trains as the folder without dropout does (last loss $(last_loss "$scratch/dropout_flag/results.json"))"
+else
+    fail "--dropout 0 did not reach the model: last loss $(last_loss "$scratch/dropout_flag/results.json") against $(last_loss "$scratch/dropout_folder/results.json")"
+fi
+expect_in "$scratch/dropout_flag/config.json" '"dropout": 0(\.0)?,' "config.json records --dropout 0"
+expect_in "$scratch/run/config.json" '"dropout": 0\.1,' "config.json records the folder's own dropout when none is given"
+
 # With no --max-steps: one epoch of the training queries, as sentence-transformers fine-tunes.
 run train --train "$scratch/train.jsonl" --init "$model" --batch-size 8 --output "$scratch/epoch"
 expect_exit_zero "train --init FOLDER with the default steps"
