@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <unordered_map>
 
 #include "engine/error.h"
@@ -11,34 +12,45 @@
 namespace nce::eval {
 namespace {
 
-// The code points of a UTF-8 string; an invalid byte stands for itself (Latin-1), so no
-// text is ever rejected here.
-std::vector<char32_t> code_points(const std::string& text) {
-    std::vector<char32_t> points;
-    for (size_t i = 0; i < text.size();) {
-        unsigned char lead = static_cast<unsigned char>(text[i]);
-        int length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
-        if (length == 0 || i + static_cast<size_t>(length) > text.size()) {
-            points.push_back(lead);
-            ++i;
-            continue;
-        }
-        char32_t point = length == 1 ? lead : lead & (0x7F >> length);
-        bool valid = true;
-        for (int k = 1; k < length; ++k) {
-            unsigned char next = static_cast<unsigned char>(text[i + static_cast<size_t>(k)]);
-            valid = valid && (next >> 6) == 0x2;
-            point = (point << 6) | (next & 0x3F);
-        }
-        if (!valid) {
-            points.push_back(lead);
-            ++i;
-            continue;
-        }
-        points.push_back(point);
-        i += static_cast<size_t>(length);
+// The code point at byte i of a UTF-8 string, i moved past it; an invalid byte stands for
+// itself (Latin-1), so no text is ever rejected here.
+char32_t next_code_point(const std::string& text, size_t& i) {
+    unsigned char lead = static_cast<unsigned char>(text[i]);
+    int length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
+    if (length == 0 || i + static_cast<size_t>(length) > text.size()) {
+        ++i;
+        return lead;
     }
-    return points;
+    char32_t point = length == 1 ? lead : lead & (0x7F >> length);
+    for (int k = 1; k < length; ++k) {
+        unsigned char next = static_cast<unsigned char>(text[i + static_cast<size_t>(k)]);
+        if ((next >> 6) != 0x2) {
+            ++i;
+            return lead;
+        }
+        point = (point << 6) | (next & 0x3F);
+    }
+    i += static_cast<size_t>(length);
+    return point;
+}
+
+// The runs of code points for which in_word holds, one at a time in `word` (a buffer the
+// size of the longest run, not of the text).
+template <typename InWord, typename Visit>
+void for_each_run(const std::string& text, InWord in_word, std::vector<char32_t>& word, Visit visit) {
+    size_t i = 0;
+    while (i < text.size()) {
+        word.clear();
+        while (i < text.size()) {
+            char32_t c = next_code_point(text, i);
+            if (in_word(c)) {
+                word.push_back(c);
+            } else if (!word.empty()) {
+                break;
+            }
+        }
+        if (!word.empty()) visit();
+    }
 }
 
 void append_utf8(std::string& out, char32_t point) {
@@ -75,13 +87,12 @@ bool is_punctuation(char32_t c) {
 // Token strings -> ids, shared by the queries and passages of one BM25 ranking.
 class TokenVocabulary {
 public:
-    std::vector<int64_t> ids(const std::vector<std::string>& tokens) {
+    // The ids of a text's tokens, new tokens numbered as they come.
+    std::vector<int64_t> ids(const std::string& text, LexicalTokens tokens) {
         std::vector<int64_t> result;
-        result.reserve(tokens.size());
-        for (const std::string& token : tokens) {
-            auto [found, inserted] = ids_.try_emplace(token, static_cast<int64_t>(ids_.size()));
-            result.push_back(found->second);
-        }
+        for_each_lexical_token(text, tokens, [&](const std::string& token) {
+            result.push_back(ids_.try_emplace(token, static_cast<int64_t>(ids_.size())).first->second);
+        });
         return result;
     }
 
@@ -120,34 +131,30 @@ std::vector<double> normalised(const std::vector<double>& scores) {
 
 // The CodeIdentifiers tokens (rankings.h): words of letters, digits and '_', lower-cased, and
 // the parts of each word cut at '_', at camelCase humps and where letters meet digits.
-std::vector<std::string> code_identifier_tokens(const std::string& text) {
+void for_each_code_identifier_token(const std::string& text, const std::function<void(const std::string&)>& visit) {
     auto is_word = [](char32_t c) { return c == '_' || c >= 0x80 || (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z'); };
     auto is_upper = [](char32_t c) { return c >= 'A' && c <= 'Z'; };
     auto is_lower = [](char32_t c) { return c >= 'a' && c <= 'z'; };
     auto is_digit = [](char32_t c) { return c >= '0' && c <= '9'; };
-    auto lower = [&](const std::vector<char32_t>& points, size_t start, size_t end) {
-        std::string word;
-        for (size_t k = start; k < end; ++k) append_utf8(word, is_upper(points[k]) ? points[k] - 'A' + 'a' : points[k]);
-        return word;
+    std::vector<char32_t> points;
+    std::string token;
+    auto lower = [&](size_t start, size_t end) -> const std::string& {
+        token.clear();
+        for (size_t k = start; k < end; ++k) append_utf8(token, is_upper(points[k]) ? points[k] - 'A' + 'a' : points[k]);
+        return token;
     };
-    std::vector<std::string> result;
-    std::vector<char32_t> points = code_points(text);
-    for (size_t i = 0; i < points.size();) {
-        if (!is_word(points[i])) {
-            ++i;
-            continue;
-        }
-        size_t start = i;
-        while (i < points.size() && is_word(points[i])) ++i;
-        result.push_back(lower(points, start, i));
+    std::vector<std::pair<size_t, size_t>> parts;
+    for_each_run(text, is_word, points, [&] {
+        const size_t end = points.size();
+        visit(lower(0, end));
         // The parts: a cut before '_' runs, before an upper-case letter that follows a lower-case
         // one or starts a capitalised word after capitals ("HTTPServer"), and between letters and digits.
-        std::vector<std::string> parts;
-        size_t part_start = start;
-        auto close_part = [&](size_t end) {
-            if (end > part_start) parts.push_back(lower(points, part_start, end));
+        parts.clear();
+        size_t part_start = 0;
+        auto close_part = [&](size_t part_end) {
+            if (part_end > part_start) parts.emplace_back(part_start, part_end);
         };
-        for (size_t k = start; k < i; ++k) {
+        for (size_t k = 0; k < end; ++k) {
             char32_t c = points[k];
             if (c == '_') {
                 close_part(k);
@@ -157,18 +164,18 @@ std::vector<std::string> code_identifier_tokens(const std::string& text) {
             if (k == part_start) continue;
             char32_t previous = points[k - 1];
             bool hump = is_upper(c) && (is_lower(previous) || is_digit(previous) ||
-                                        (is_upper(previous) && k + 1 < i && is_lower(points[k + 1])));
+                                        (is_upper(previous) && k + 1 < end && is_lower(points[k + 1])));
             bool letter_digit = is_digit(c) != is_digit(previous) && previous != '_';
             if (hump || letter_digit) {
                 close_part(k);
                 part_start = k;
             }
         }
-        close_part(i);
-        if (parts.size() > 1 || (parts.size() == 1 && parts.front() != result.back()))
-            for (std::string& part : parts) result.push_back(std::move(part));
-    }
-    return result;
+        close_part(end);
+        // One part that is the whole word says nothing new.
+        if (parts.size() > 1 || (parts.size() == 1 && !(parts.front().first == 0 && parts.front().second == end)))
+            for (auto [part_begin, part_end] : parts) visit(lower(part_begin, part_end));
+    });
 }
 
 }  // namespace
@@ -198,38 +205,34 @@ const char* lexical_tokens_name(LexicalTokens tokens) {
     return tokens == LexicalTokens::Whitespace ? "whitespace" : "whitespace+bigrams";
 }
 
-std::vector<std::string> lexical_tokens(const std::string& text, LexicalTokens tokens) {
-    if (tokens == LexicalTokens::CodeIdentifiers) return code_identifier_tokens(text);
-    std::vector<std::string> result;
-    std::vector<char32_t> points = code_points(text);
-    size_t i = 0;
-    while (i < points.size()) {
-        while (i < points.size() && is_space(points[i])) ++i;
-        size_t start = i;
-        while (i < points.size() && !is_space(points[i])) ++i;
-        size_t end = i;
+void for_each_lexical_token(const std::string& text, LexicalTokens tokens,
+                            const std::function<void(const std::string&)>& visit) {
+    if (tokens == LexicalTokens::CodeIdentifiers) return for_each_code_identifier_token(text, visit);
+    auto lower = [](char32_t c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; };
+    std::vector<char32_t> points;
+    std::string token;
+    for_each_run(text, [](char32_t c) { return !is_space(c); }, points, [&] {
+        size_t start = 0, end = points.size();
         while (start < end && is_punctuation(points[start])) ++start;
         while (end > start && is_punctuation(points[end - 1])) --end;
-        if (start == end) continue;
-        std::string word;
-        for (size_t k = start; k < end; ++k) {
-            char32_t c = points[k];
-            if (c >= 'A' && c <= 'Z') c = c - 'A' + 'a';
-            append_utf8(word, c);
-        }
-        result.push_back(word);
+        if (start == end) return;
+        token.clear();
+        for (size_t k = start; k < end; ++k) append_utf8(token, lower(points[k]));
+        visit(token);
         if (tokens == LexicalTokens::WhitespaceAndBigrams && end - start >= 2) {
             for (size_t k = start; k + 1 < end; ++k) {
-                std::string bigram;
-                for (size_t m = k; m < k + 2; ++m) {
-                    char32_t c = points[m];
-                    if (c >= 'A' && c <= 'Z') c = c - 'A' + 'a';
-                    append_utf8(bigram, c);
-                }
-                result.push_back(bigram);
+                token.clear();
+                append_utf8(token, lower(points[k]));
+                append_utf8(token, lower(points[k + 1]));
+                visit(token);
             }
         }
-    }
+    });
+}
+
+std::vector<std::string> lexical_tokens(const std::string& text, LexicalTokens tokens) {
+    std::vector<std::string> result;
+    for_each_lexical_token(text, tokens, [&](const std::string& token) { result.push_back(token); });
     return result;
 }
 
@@ -239,8 +242,8 @@ RankedLists bm25_rankings(const std::vector<std::string>& queries, const std::ve
     TokenVocabulary vocabulary;
     std::vector<std::vector<int64_t>> documents, query_ids;
     documents.reserve(passages.size());
-    for (const std::string& passage : passages) documents.push_back(vocabulary.ids(lexical_tokens(passage, tokens)));
-    for (const std::string& query : queries) query_ids.push_back(vocabulary.ids(lexical_tokens(query, tokens)));
+    for (const std::string& passage : passages) documents.push_back(vocabulary.ids(passage, tokens));
+    for (const std::string& query : queries) query_ids.push_back(vocabulary.ids(query, tokens));
     eval::Bm25Index index(documents, parameters);
     int64_t k = std::min<int64_t>(depth, static_cast<int64_t>(passages.size()));
     return from_top_k(index.search(query_ids, k));

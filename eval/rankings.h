@@ -22,6 +22,7 @@
 // The weight w is chosen on the validation split (choose_fusion_weight), never the test split.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,10 @@ const char* lexical_tokens_name(LexicalTokens tokens);
 
 // The BM25 tokens of one text, as described above.
 std::vector<std::string> lexical_tokens(const std::string& text, LexicalTokens tokens);
+// The same tokens handed to `visit` one at a time, never all held at once: memory grows with the
+// longest word, not with the text (a 50 MB line of words costs its token ids alone).
+void for_each_lexical_token(const std::string& text, LexicalTokens tokens,
+                            const std::function<void(const std::string&)>& visit);
 
 // Okapi BM25 (eval/bm25.h) of each query over the passages, both tokenised with `tokens`;
 // depth is capped at the number of passages. A query with no token gets an empty-score

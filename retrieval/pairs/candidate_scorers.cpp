@@ -24,8 +24,9 @@ std::vector<std::vector<int64_t>> candidate_token_ids(const std::vector<std::str
     documents.reserve(candidates.size());
     for (const std::string& text : candidates) {
         std::vector<int64_t> ids;
-        for (const std::string& token : eval::lexical_tokens(text, tokens))
+        eval::for_each_lexical_token(text, tokens, [&](const std::string& token) {
             ids.push_back(vocabulary.try_emplace(token, static_cast<int64_t>(vocabulary.size())).first->second);
+        });
         documents.push_back(std::move(ids));
     }
     return documents;
@@ -43,10 +44,10 @@ std::string Bm25CandidateScorer::name() const {
 
 std::vector<int64_t> Bm25CandidateScorer::token_ids(const std::string& text) const {
     std::vector<int64_t> ids;
-    for (const std::string& token : eval::lexical_tokens(text, tokens_)) {
+    eval::for_each_lexical_token(text, tokens_, [&](const std::string& token) {
         auto found = vocabulary_.find(token);
         if (found != vocabulary_.end()) ids.push_back(found->second);
-    }
+    });
     return ids;
 }
 

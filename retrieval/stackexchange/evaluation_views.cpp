@@ -30,12 +30,12 @@ ScoreMatrix bm25_score_matrix(const std::vector<std::string>& queries, const std
     std::unordered_map<std::string, int64_t> word_ids;
     auto to_ids = [&](const std::string& text, bool add) {
         std::vector<int64_t> ids;
-        for (const std::string& word : eval::lexical_tokens(text, tokens)) {
+        eval::for_each_lexical_token(text, tokens, [&](const std::string& word) {
             auto found = word_ids.find(word);
             if (found != word_ids.end()) ids.push_back(found->second);
             else if (add) ids.push_back(word_ids.emplace(word, static_cast<int64_t>(word_ids.size())).first->second);
             // a query word found in no passage adds nothing to any score: dropped
-        }
+        });
         return ids;
     };
     std::vector<std::vector<int64_t>> documents;
