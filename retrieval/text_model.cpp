@@ -11,6 +11,7 @@
 #include "retrieval/run_device.h"
 #include "data/text_prefix.h"
 #include "engine/error.h"
+#include "engine/tensor_math.h"
 #include "nn/checkpoint.h"
 #include "nn/memory_estimate.h"
 #include "nn/sentence_transformers_folder.h"
@@ -178,29 +179,43 @@ Tensor encode_texts(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer,
     NCE_CHECK(!texts.empty(), "encode: no texts to encode (the corpus or query list is empty)");
     NCE_CHECK(max_length <= model.config().max_len, "encode: max_length {} exceeds the model's max_len {}", max_length,
               model.config().max_len);
+    // Each text's tokens, capped at max_length: the length it is padded against.
+    std::vector<int64_t> lengths(texts.size());
+    for (size_t i = 0; i < texts.size(); ++i) {
+        std::vector<int64_t> ids = tokenizer.encode_ids(std::string(data::prefix_for_tokens(texts[i], max_length)));
+        NCE_CHECK(!ids.empty(), "encode: text {} gives no token (it is empty or only spaces); drop it from the data", i);
+        lengths[i] = std::min<int64_t>(static_cast<int64_t>(ids.size()), max_length);
+        if (count) {
+            ++count->texts;
+            if (static_cast<int64_t>(ids.size()) > max_length) ++count->truncated;
+        }
+    }
+    // Batches of texts of like length, longest first (as sentence-transformers encodes): a batch
+    // pads to its longest text, so one long text among short ones no longer makes the whole
+    // batch pay for its length. A text's embedding does not depend on its batch (padding is
+    // masked); the rows go back to the texts' order below.
+    std::vector<int64_t> order(texts.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+        return lengths[static_cast<size_t>(a)] > lengths[static_cast<size_t>(b)];
+    });
     NoGradGuard no_grad;
     bool was_training = model.training();
     model.train(false);
     std::vector<Tensor> parts;
-    for (size_t start = 0; start < texts.size(); start += static_cast<size_t>(batch_size)) {
-        size_t end = std::min(texts.size(), start + static_cast<size_t>(batch_size));
-        std::vector<std::string> batch(texts.begin() + static_cast<std::ptrdiff_t>(start),
-                                       texts.begin() + static_cast<std::ptrdiff_t>(end));
-        for (size_t i = 0; i < batch.size(); ++i) {
-            std::vector<int64_t> ids = tokenizer.encode_ids(std::string(data::prefix_for_tokens(batch[i], max_length)));
-            NCE_CHECK(!ids.empty(), "encode: text {} gives no token (it is empty or only spaces); drop it from the data",
-                      start + i);
-            if (count) {
-                ++count->texts;
-                if (static_cast<int64_t>(ids.size()) > max_length) ++count->truncated;
-            }
-        }
+    for (size_t start = 0; start < order.size(); start += static_cast<size_t>(batch_size)) {
+        size_t end = std::min(order.size(), start + static_cast<size_t>(batch_size));
+        std::vector<std::string> batch;
+        for (size_t i = start; i < end; ++i) batch.push_back(texts[static_cast<size_t>(order[i])]);
         data::EncodedBatch encoded = tokenizer.encode(batch, max_length);
         // On the model's device; the rows come back to the host for FAISS and the metrics.
         parts.push_back(encode_on_model_device(model, encoded, nullptr).value().to(Device::CPU).to(Dtype::Float32));
     }
     model.train(was_training);
-    return parts.size() == 1 ? parts[0] : concat(parts, 0);
+    Tensor sorted = parts.size() == 1 ? parts[0] : concat(parts, 0);  // [texts, D], longest first
+    std::vector<int64_t> row_of_text(texts.size());
+    for (size_t i = 0; i < order.size(); ++i) row_of_text[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
+    return index_select(sorted, Tensor::from_indices(row_of_text, {static_cast<int64_t>(row_of_text.size())}));
 }
 
 Tensor truncate_embeddings(const Tensor& embeddings, int64_t dimensions) {

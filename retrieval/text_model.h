@@ -101,8 +101,9 @@ struct TruncationCount {
 int64_t count_truncated(const data::Tokenizer& tokenizer, const std::vector<std::string>& texts, int64_t max_length);
 
 // Embeds `texts` in batches of batch_size on the model's device: float32 [texts, D] on the
-// host, unit rows. The model is put in eval mode and no graph is built; each text keeps its
-// first max_length tokens. When `count` is given, the texts and the truncated ones are added
+// host, unit rows, in the texts' order. The batches hold texts of like length (longest first),
+// so that little is spent on padding. The model is put in eval mode and no graph is built; each
+// text keeps its first max_length tokens. When `count` is given, the texts and the truncated ones are added
 // to it. An empty text (no token) is an error naming its position.
 Tensor encode_texts(nn::EmbeddingModel& model, const data::Tokenizer& tokenizer, const std::vector<std::string>& texts,
                     int64_t max_length, int64_t batch_size, TruncationCount* count = nullptr);

@@ -667,6 +667,46 @@ TEST_CASE("pretraining: imitating BM25 on the corpus alone lifts a fresh model's
     CHECK(after > before + 0.015);   // and some of it carries over to questions it never saw
 }
 
+TEST_CASE("encode_texts: batches of like length, rows in the texts' order, each as the text encoded alone") {
+    korquad::KorquadGeneratorOptions generator_options;
+    generator_options.articles = 4;
+    generator_options.seed = 5;
+    fs::path folder = fs::temp_directory_path() / fmt::format("nce_test_encode_order_{}", getpid());
+    fs::create_directories(folder);
+    korquad::write_generated_korquad((folder / "korquad.json").string(), generator_options);
+    data::RetrievalDataset dataset = data::read_korquad((folder / "korquad.json").string(), data::Leniency::Strict);
+    std::vector<std::string> corpus, texts;
+    for (const data::Passage& passage : dataset.passages) corpus.push_back(passage.text);
+    data::TokenizerOptions tokenizer_options;
+    tokenizer_options.vocab_size = 300;
+    tokenizer_options.seed = 1;
+    data::Tokenizer tokenizer = data::Tokenizer::train(corpus, tokenizer_options, folder.string());
+    fs::remove_all(folder);
+    // Short questions and long paragraphs interleaved, so that an unsorted batch would mix lengths.
+    for (size_t i = 0; i < 6; ++i) {
+        texts.push_back(dataset.queries[i].text);
+        texts.push_back(dataset.passages[i % dataset.passages.size()].text);
+    }
+    RunConfig config;
+    config.d_model = 16;
+    config.nhead = 2;
+    config.num_layers = 1;
+    config.dim_feedforward = 32;
+    config.max_passage_length = 40;
+    config.seed = 3;
+    std::unique_ptr<nn::EmbeddingModel> model = make_text_encoder(config, tokenizer.vocab_size());
+    Tensor batched = encode_texts(*model, tokenizer, texts, config.max_passage_length, 4);  // [12, 16]
+    REQUIRE(batched.size(0) == static_cast<int64_t>(texts.size()));
+    for (size_t i = 0; i < texts.size(); ++i) {
+        Tensor alone = encode_texts(*model, tokenizer, {texts[i]}, config.max_passage_length, 1);  // [1, 16]
+        std::vector<double> a = alone.to_vector(), b = batched.rows(static_cast<int64_t>(i), static_cast<int64_t>(i) + 1).to_vector();
+        double largest = 0;
+        for (size_t j = 0; j < a.size(); ++j) largest = std::max(largest, std::abs(a[j] - b[j]));
+        CAPTURE(i);
+        CHECK(largest < 1e-5);
+    }
+}
+
 TEST_CASE("encoding a large batch in groups of similar length: the rows and gradients of one padded pass") {
     // 45 rows of 1 to 45 tokens in a shuffled order, so the 32-row groups hold rows from all
     // over the batch and the second group is padded to a longer row than the first.
