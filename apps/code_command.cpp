@@ -71,7 +71,7 @@ retrieval::RunConfig code_defaults() {
     defaults.num_layers = 2;
     defaults.nhead = 4;
     defaults.dim_feedforward = 256;
-    defaults.lexical_dim = retrieval::kTermWeights;  // the term-weight head (docs/retrieval_training.md)
+    defaults.lexical_head = retrieval::LexicalHead::TermWeights;  // the term-weight head (docs/retrieval_training.md)
     defaults.loss = "infonce_symmetric";
     defaults.batch_size = 64;
     defaults.max_steps = 250;
@@ -123,7 +123,7 @@ void add_features_command(CLI::App& code, int& exit_code) {
     defaults.vocab_size = 4000;  // the sig_predictor reads features, not tokens: fixed sizes, no lexical head
     defaults.max_query_length = 48;
     defaults.max_passage_length = 96;
-    defaults.lexical_dim = 0;
+    defaults.lexical_head = retrieval::LexicalHead::None;
     defaults.loss = "infonce";
     defaults.batch_size = 64;
     defaults.max_steps = 400;

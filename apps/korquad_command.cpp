@@ -66,7 +66,7 @@ retrieval::RetrievalApp korquad_app() {
     defaults.num_layers = 2;
     defaults.nhead = 4;
     defaults.dim_feedforward = 256;
-    defaults.lexical_dim = retrieval::kTermWeights;  // the term-weight head (docs/retrieval_training.md)
+    defaults.lexical_head = retrieval::LexicalHead::TermWeights;  // the term-weight head (docs/retrieval_training.md)
     defaults.loss = "infonce_symmetric";
     defaults.batch_size = 64;
     defaults.max_steps = 300;

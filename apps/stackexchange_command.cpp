@@ -31,7 +31,7 @@ retrieval::RunConfig stackexchange_defaults() {
     config.num_layers = 1;
     config.nhead = 4;
     config.dim_feedforward = 128;
-    config.lexical_dim = retrieval::kTermWeights;  // the term-weight head (docs/retrieval_training.md)
+    config.lexical_head = retrieval::LexicalHead::TermWeights;  // the term-weight head (docs/retrieval_training.md)
     config.max_query_length = retrieval::kSizedToData;
     config.max_passage_length = retrieval::kSizedToData;
     config.loss = "multi_positive";   // every answer of a question is a positive

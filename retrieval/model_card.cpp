@@ -78,7 +78,7 @@ std::string model_card_markdown(const std::string& command, const RunConfig& con
     std::string card;
     card += fmt::format("# {}: a text encoder trained by `{}`\n\n", config.output, command);
     card += "## What it is\n\n";
-    const bool term_weights = config.lexical_dim == kTermWeights || config.lexical_dim == kTermWeightsAndMaxPooled;
+    const bool term_weights = has_term_weights(config);
     const int64_t pieces = facts.value("tokenizer_pieces", int64_t{0});
     std::string heads = "masked mean pooling";
     if (lexical_width(config) > 0) heads += fmt::format(", a max-pooled lexical head of {}", lexical_width(config));

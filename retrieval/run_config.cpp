@@ -51,6 +51,10 @@ namespace nce::nn {
 void to_json(nlohmann::json& json, ScheduleKind kind) { json = schedule_kind_name(kind); }
 void from_json(const nlohmann::json& json, ScheduleKind& kind) { kind = schedule_kind_from_name(json.get<std::string>()); }
 }  // namespace nce::nn
+namespace nce::retrieval {
+void to_json(nlohmann::json& json, LexicalHead head) { json = lexical_head_name(head); }
+void from_json(const nlohmann::json& json, LexicalHead& head) { head = parse_lexical_head(json.get<std::string>()); }
+}  // namespace nce::retrieval
 
 namespace nce::retrieval {
 namespace {
@@ -68,7 +72,7 @@ using SettingField = std::variant<std::string RunConfig::*, uint64_t RunConfig::
                                   double RunConfig::*, bool RunConfig::*,
                                   std::map<std::string, std::string> RunConfig::*, nlohmann::json RunConfig::*,
                                   data::TokenizerModelType RunConfig::*, data::TripletNegatives RunConfig::*,
-                                  Device RunConfig::*, nn::ScheduleKind RunConfig::*>;
+                                  Device RunConfig::*, nn::ScheduleKind RunConfig::*, LexicalHead RunConfig::*>;
 
 struct Setting {
     const char* name;
@@ -106,10 +110,13 @@ const std::vector<Setting>& settings() {
          "feed-forward width"},
         {"dropout", "Model", &RunConfig::dropout, {},
          "dropout probability while training (--init of a pretrained model: its own hidden_dropout_prob unless given)"},
+        {"lexical_head", "Model", &RunConfig::lexical_head, {"none", "max_pooled", "term_weights", "both"},
+         "the model's lexical head beside the mean-pooled vector: term_weights (one number per vocabulary "
+         "piece, written by the text's own tokens), max_pooled (a max-pooled vector of --lexical-dim), both, "
+         "or none"},
         {"lexical_dim", "Model", &RunConfig::lexical_dim, {},
-         "the model's lexical head beside the mean-pooled vector: -2 term weights (one number per "
-         "vocabulary piece, written by the text's own tokens), -1 a max-pooled vector of 6 x d_model, "
-         "-3 both, N > 0 a max-pooled vector of N, 0 none"},
+         "the max-pooled lexical vector's width (0: 6 x d_model); given without --lexical-head, as "
+         "before it: N > 0 max_pooled of N, 0 none, -1 max_pooled, -2 term_weights, -3 both"},
         {"max_query_length", "Model", &RunConfig::max_query_length, {},
          "query tokens kept, the query prompt's included (longer queries are truncated and counted; "
          "-1: sized to the data)"},
@@ -264,6 +271,24 @@ const char* kind_name(const nlohmann::json& expected) {
     return "an object";
 }
 
+// Before lexical_head, lexical_dim alone chose the head: N > 0 a max-pooled vector of N, 0 none,
+// -1 a max-pooled vector of 6 x d_model, -2 the term weights, -3 both. Settings that give
+// lexical_dim without lexical_head (an earlier run's config.json, a flag used as before) are
+// read so; with lexical_head given, lexical_dim is the width alone.
+nlohmann::json with_lexical_head(nlohmann::json json) {
+    if (!json.contains("lexical_dim") || json.contains("lexical_head") || !json["lexical_dim"].is_number_integer())
+        return json;
+    const int64_t old = json["lexical_dim"].get<int64_t>();
+    const LexicalHead head = old > 0 || old == -1 ? LexicalHead::MaxPooled
+                             : old == -2          ? LexicalHead::TermWeights
+                             : old == -3          ? LexicalHead::Both
+                                                  : LexicalHead::None;
+    if (old < -3) return json;  // left for validate_run_config to name
+    json["lexical_head"] = lexical_head_name(head);
+    json["lexical_dim"] = std::max<int64_t>(old, 0);
+    return json;
+}
+
 RunConfig run_config_from_json(const nlohmann::json& json) {
     RunConfig config;
     for (const Setting& setting : settings())
@@ -275,12 +300,33 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
 
 }  // namespace
 
+const char* lexical_head_name(LexicalHead head) {
+    switch (head) {
+        case LexicalHead::None: return "none";
+        case LexicalHead::MaxPooled: return "max_pooled";
+        case LexicalHead::TermWeights: return "term_weights";
+        case LexicalHead::Both: return "both";
+    }
+    return "unknown";
+}
+
+LexicalHead parse_lexical_head(const std::string& name) {
+    for (LexicalHead head : {LexicalHead::None, LexicalHead::MaxPooled, LexicalHead::TermWeights, LexicalHead::Both})
+        if (name == lexical_head_name(head)) return head;
+    fail("config: lexical_head must be none, max_pooled, term_weights or both, got {} (flag --lexical-head)",
+         quoted_for_message(name));
+}
+
 int64_t lexical_width(const RunConfig& config) {
+    if (config.lexical_head != LexicalHead::MaxPooled && config.lexical_head != LexicalHead::Both) return 0;
     // 6 x d_model: many more features than d_model for a text's words to light, for a
     // projection of 6 d_model^2 multiply-adds per token (a third of what two encoder layers
     // of d_model 128 cost); docs/retrieval_training.md has what it moved.
-    if (config.lexical_dim == -1 || config.lexical_dim == kTermWeightsAndMaxPooled) return 6 * config.d_model;
-    return std::max<int64_t>(config.lexical_dim, 0);
+    return config.lexical_dim > 0 ? config.lexical_dim : 6 * config.d_model;
+}
+
+bool has_term_weights(const RunConfig& config) {
+    return config.lexical_head == LexicalHead::TermWeights || config.lexical_head == LexicalHead::Both;
 }
 
 nlohmann::json run_config_to_json(const RunConfig& config) {
@@ -290,8 +336,9 @@ nlohmann::json run_config_to_json(const RunConfig& config) {
     return json;
 }
 
-void apply_run_config_json(RunConfig& config, const nlohmann::json& json, const std::string& source) {
-    NCE_CHECK(json.is_object(), "{}: a run config must be a JSON object of settings", source);
+void apply_run_config_json(RunConfig& config, const nlohmann::json& given, const std::string& source) {
+    NCE_CHECK(given.is_object(), "{}: a run config must be a JSON object of settings", source);
+    const nlohmann::json json = with_lexical_head(given);
     nlohmann::json merged = run_config_to_json(config);
     for (const auto& [key, value] : json.items()) {
         NCE_CHECK(merged.contains(key), "{}: unknown setting '{}' (settings are the flag names with underscores, "
@@ -345,10 +392,9 @@ void validate_run_config(const RunConfig& c) {
     NCE_CHECK(c.d_model % c.nhead == 0, "config: d_model ({}) must be a multiple of nhead ({})", c.d_model, c.nhead);
     positive(c.dim_feedforward, "dim_feedforward");
     NCE_CHECK(c.dropout >= 0 && c.dropout < 1, "config: dropout must be in [0, 1), got {} (flag --dropout)", c.dropout);
-    NCE_CHECK(c.lexical_dim >= -3 && lexical_width(c) <= nn::kMaxModelWidth, "config: lexical_dim must be -3 (term "
-              "weights and 6 x d_model max-pooled), -2 (term weights), -1 (6 x d_model), 0 (no lexical head) or a width "
-              "up to {}, got {} (flag --lexical-dim)",
-              nn::kMaxModelWidth, c.lexical_dim);
+    NCE_CHECK(c.lexical_dim >= 0 && lexical_width(c) <= nn::kMaxModelWidth,
+              "config: lexical_dim, the max-pooled lexical vector's width, must be 0 (6 x d_model) or up to {}, got {} "
+              "(flag --lexical-dim; --lexical-head chooses the head)", nn::kMaxModelWidth, c.lexical_dim);
     sized_or_positive(c.max_query_length, "max_query_length");
     sized_or_positive(c.max_passage_length, "max_passage_length");
     for (const auto& [field, prompt] : {std::pair<const char*, const std::string&>{"query_prompt", c.query_prompt},

@@ -35,6 +35,18 @@ class Option;
 
 namespace nce::retrieval {
 
+// The text_encoder's lexical head beside its mean-pooled vector (nn/text_encoder.h); the
+// embedding is the mean-pooled vector joined to what the head gives.
+enum class LexicalHead {
+    None,         // "none": the mean-pooled vector alone
+    MaxPooled,    // "max_pooled": a max-pooled log(1 + relu) vector of lexical_width() numbers
+    TermWeights,  // "term_weights" (the retrieval apps' default): one number per vocabulary piece,
+                  // written by the text's own tokens
+    Both,         // "both": the term weights and the max-pooled vector
+};
+const char* lexical_head_name(LexicalHead head);
+LexicalHead parse_lexical_head(const std::string& name);  // throws naming the choices
+
 struct RunConfig {
     // ---- where ----
     std::string data;                  // the data file or folder; empty: the app's generated default
@@ -56,12 +68,8 @@ struct RunConfig {
     int64_t nhead = 4;
     int64_t dim_feedforward = 256;
     double dropout = 0.1;
-    // The text_encoder's lexical head (nn/text_encoder.h): a max-pooled log(1 + relu) vector
-    // of this many numbers beside the mean-pooled one, the embedding then d_model + it wide;
-    // 0: none; -1: 6 x d_model (lexical_width below). -2 (kTermWeights, the retrieval apps'
-    // default): the term-weight head instead, one number per vocabulary piece; -3
-    // (kTermWeightsAndMaxPooled): both heads.
-    int64_t lexical_dim = 0;
+    LexicalHead lexical_head = LexicalHead::None;  // "none", "max_pooled", "term_weights", "both"
+    int64_t lexical_dim = 0;  // the max-pooled vector's width (max_pooled, both); 0: 6 x d_model
     int64_t max_query_length = 32;     // tokens; longer queries are truncated (and counted)
     int64_t max_passage_length = 128;  // tokens; the model's max_len is the larger of the two
     // Text written before every query / passage the model reads (e.g. "query: "), before
@@ -128,14 +136,11 @@ struct RunConfig {
 // its data (data_sizes.h).
 inline constexpr int64_t kSizedToData = -1;
 
-// lexical_dim's value for the term-weight head (nn/text_encoder.h), whose width is the vocabulary's.
-inline constexpr int64_t kTermWeights = -2;
-// lexical_dim's value for both: the term weights and a max-pooled head of 6 x d_model.
-inline constexpr int64_t kTermWeightsAndMaxPooled = -3;
-
-// The max-pooled lexical head's width a config asks for: lexical_dim, 6 x d_model for -1, 0 for
-// none and for the term weights.
+// The max-pooled lexical vector's width a config asks for: lexical_dim, or 6 x d_model for 0,
+// with a max-pooled head (max_pooled, both); 0 without one.
 int64_t lexical_width(const RunConfig& config);
+// Whether the config asks for the term-weight head (term_weights, both).
+bool has_term_weights(const RunConfig& config);
 
 // Every field as JSON under its own name.
 nlohmann::json run_config_to_json(const RunConfig& config);

@@ -6,7 +6,7 @@
 //
 //   score = (cos_mean + c^2 cos_terms) / (1 + c^2)       share = c^2 / (1 + c^2)
 //
-// (With both heads, --lexical-dim -3, the max-pooled part a^2 cos_max joins the mean's side:
+// (With both heads, --lexical-head both, the max-pooled part a^2 cos_max joins the mean's side:
 // only c is chosen, and "share" is still c^2 / (1 + c^2), not the terms' exact share.)
 // c is learned with the rest of the model, but what it fits is the training loss at the
 // loss's temperature, not the ranking of questions the model has not seen. Measured on the

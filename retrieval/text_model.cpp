@@ -48,7 +48,7 @@ nn::ModelConfig text_encoder_config(const RunConfig& config, int64_t vocab_size)
     model.norm_first = true;  // pre-norm trains steadily from scratch with a short warmup
     model.out_dim = 0;
     model.lexical_dim = lexical_width(config);
-    model.term_weights = config.lexical_dim == kTermWeights || config.lexical_dim == kTermWeightsAndMaxPooled;
+    model.term_weights = has_term_weights(config);
     model.query_prompt = config.query_prompt;
     model.passage_prompt = config.passage_prompt;
     return nn::validate_config(model);

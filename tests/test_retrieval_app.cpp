@@ -346,6 +346,34 @@ TEST_CASE("svg curves: round ticks on both axes") {
     CHECK(x_ticks.back() >= 137);
 }
 
+TEST_CASE("run config: the lexical head by name; lexical_dim alone is read as it was before lexical_head") {
+    RunConfig config;
+    config.lexical_head = LexicalHead::TermWeights;  // an app's default
+    apply_run_config_json(config, {{"lexical_head", "both"}, {"lexical_dim", 512}}, "run.json");
+    CHECK(config.lexical_head == LexicalHead::Both);
+    CHECK(lexical_width(config) == 512);
+    CHECK(has_term_weights(config));
+    CHECK(run_config_to_json(config).at("lexical_head") == "both");
+    // An earlier run's config.json (lexical_dim -3, -2, -1, N, 0 and no lexical_head).
+    const std::vector<std::tuple<int64_t, LexicalHead, int64_t>> earlier = {
+        {-3, LexicalHead::Both, 6 * 128}, {-2, LexicalHead::TermWeights, 0}, {-1, LexicalHead::MaxPooled, 6 * 128},
+        {300, LexicalHead::MaxPooled, 300}, {0, LexicalHead::None, 0}};
+    for (const auto& [old, head, width] : earlier) {
+        RunConfig read;
+        read.lexical_head = LexicalHead::TermWeights;
+        apply_run_config_json(read, {{"lexical_dim", old}}, "config.json");
+        CAPTURE(old);
+        CHECK(read.lexical_head == head);
+        CHECK(lexical_width(read) == width);
+        CHECK(read.lexical_dim >= 0);
+    }
+    CHECK_ERROR_MENTIONS(apply_run_config_json(config, {{"lexical_head", "sparse"}}, "run.json"),
+                         "lexical_head must be none, max_pooled, term_weights or both");
+    RunConfig negative;
+    apply_run_config_json(negative, {{"lexical_head", "max_pooled"}, {"lexical_dim", -2}}, "run.json");
+    CHECK_ERROR_MENTIONS(validate_run_config(negative), "lexical_dim, the max-pooled lexical vector's width");
+}
+
 TEST_CASE("run config: file keys and flags override defaults; unknown keys and bad values are one line") {
     RunConfig config;
     apply_run_config_json(config, {{"batch_size", 16}, {"loss", "triplet"}, {"loss_parameters", {{"margin", 0.2}}}},

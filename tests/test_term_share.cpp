@@ -25,7 +25,7 @@ std::unique_ptr<nn::EmbeddingModel> small_term_model(int64_t vocabulary) {
     config.dim_feedforward = 32;
     config.max_query_length = 8;
     config.max_passage_length = 8;
-    config.lexical_dim = kTermWeights;
+    config.lexical_head = LexicalHead::TermWeights;
     config.seed = 4;
     Generator generator(config.seed);
     std::unique_ptr<nn::EmbeddingModel> model =
@@ -118,7 +118,7 @@ TEST_CASE("term share: a model without term weights is scored as it is; no valid
     config.nhead = 2;
     config.num_layers = 1;
     config.dim_feedforward = 32;
-    config.lexical_dim = 0;  // mean pooling alone (RunConfig's default; the apps ask for kTermWeights)
+    config.lexical_head = LexicalHead::None;  // mean pooling alone (RunConfig's default; the apps ask for term weights)
     Generator generator(1);
     std::unique_ptr<nn::EmbeddingModel> plain = nn::make_model(text_encoder_config(config, 20), generator);
     CHECK(term_log_weight_of(*plain) == nullptr);
