@@ -99,9 +99,21 @@ TEST_CASE("metric table: rows scored from rankings, printed, and written as JSON
     CHECK_ERROR_MENTIONS(score_rankings("x", rankings, relevant, {"mrr10"}), "metric@k");
 }
 
+namespace {
+
+// A generated KorQuAD set of `articles` towns (five paragraphs each), written into `folder`
+// (created) and read back.
+data::RetrievalDataset generated_korquad_in(const fs::path& folder, int64_t articles, uint64_t seed) {
+    korquad::KorquadGeneratorOptions options;
+    options.articles = articles;
+    options.seed = seed;
+    fs::create_directories(folder);
+    korquad::write_generated_korquad((folder / "korquad.json").string(), options);
+    return data::read_korquad((folder / "korquad.json").string(), data::Leniency::Strict);
+}
+
 // 40 queries over 4 passages, query q's answer passage q % 4; the ranking puts it first for
 // three queries in four and second otherwise: recall@1 = 0.75, MRR@10 = 0.875.
-namespace {
 
 eval::RankedLists three_in_four_first(eval::RelevantSets& relevant) {
     eval::RankedLists rankings;
@@ -651,13 +663,8 @@ TEST_CASE("pseudo-queries: 3 to 12 words of one sentence of the window, the same
 TEST_CASE("pretraining: imitating BM25 on the corpus alone lifts a fresh model's retrieval of real questions") {
     // 16 generated towns (80 paragraphs, about 400 questions); the questions are never read
     // by pretraining, only used to score it afterwards.
-    korquad::KorquadGeneratorOptions generator_options;
-    generator_options.articles = 16;
-    generator_options.seed = 3;
     fs::path folder = fs::temp_directory_path() / fmt::format("nce_test_pretraining_{}", getpid());
-    fs::create_directories(folder);
-    korquad::write_generated_korquad((folder / "korquad.json").string(), generator_options);
-    data::RetrievalDataset dataset = data::read_korquad((folder / "korquad.json").string(), data::Leniency::Strict);
+    data::RetrievalDataset dataset = generated_korquad_in(folder, 16, 3);
     std::vector<std::string> texts, questions, paragraphs;
     for (const data::Passage& passage : dataset.passages) texts.push_back(passage.text), paragraphs.push_back(passage.text);
     for (const data::Query& query : dataset.queries) questions.push_back(query.text);
@@ -696,13 +703,8 @@ TEST_CASE("pretraining: imitating BM25 on the corpus alone lifts a fresh model's
 }
 
 TEST_CASE("encode_texts: batches of like length, rows in the texts' order, each as the text encoded alone") {
-    korquad::KorquadGeneratorOptions generator_options;
-    generator_options.articles = 4;
-    generator_options.seed = 5;
     fs::path folder = fs::temp_directory_path() / fmt::format("nce_test_encode_order_{}", getpid());
-    fs::create_directories(folder);
-    korquad::write_generated_korquad((folder / "korquad.json").string(), generator_options);
-    data::RetrievalDataset dataset = data::read_korquad((folder / "korquad.json").string(), data::Leniency::Strict);
+    data::RetrievalDataset dataset = generated_korquad_in(folder, 4, 5);
     std::vector<std::string> corpus, texts;
     for (const data::Passage& passage : dataset.passages) corpus.push_back(passage.text);
     data::TokenizerOptions tokenizer_options;
