@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -39,6 +40,33 @@ std::string shortened(const std::string& text, int64_t limit) {
     return text;
 }
 
+// The byte ranges [begin, end) of a text's own pieces, the special tokens left out. A long text
+// is tokenized in blocks of about kBlockBytes, each cut just before a whitespace byte, where no
+// piece of a SentencePiece, WordPiece or byte-level BPE tokenizer runs across: the pieces are
+// those of the whole text, while the tokenizer's working memory is that of one block (a
+// 48 MB line read at once took 12 GB).
+struct PieceBytes {
+    std::vector<int64_t> begin, end;
+};
+
+PieceBytes text_piece_bytes(const data::Tokenizer& tokenizer, const std::string& text) {
+    constexpr size_t kBlockBytes = size_t{1} << 16;
+    const data::Tokenizer::SpecialTokens specials = tokenizer.special_tokens();
+    PieceBytes bytes;
+    for (size_t start = 0; start < text.size();) {
+        size_t stop = text.size();
+        if (stop - start > kBlockBytes) stop = std::min(stop, text.find_first_of(" \t\n\r", start + kBlockBytes));
+        data::Tokenizer::PiecesWithOffsets pieces = tokenizer.encode_with_offsets(text.substr(start, stop - start));
+        const int64_t own_end = static_cast<int64_t>(pieces.ids.size()) - specials.after;
+        for (int64_t i = specials.before; i < own_end; ++i) {
+            bytes.begin.push_back(static_cast<int64_t>(start) + pieces.begin[static_cast<size_t>(i)]);
+            bytes.end.push_back(static_cast<int64_t>(start) + pieces.end[static_cast<size_t>(i)]);
+        }
+        start = stop;
+    }
+    return bytes;
+}
+
 }  // namespace
 
 std::vector<PassageChunk> chunk_passages(const std::vector<data::Passage>& passages, const data::Tokenizer& tokenizer,
@@ -48,11 +76,8 @@ std::vector<PassageChunk> chunk_passages(const std::vector<data::Passage>& passa
     std::vector<PassageChunk> chunks;
     for (size_t index = 0; index < passages.size(); ++index) {
         const data::Passage& passage = passages[index];
-        data::Tokenizer::PiecesWithOffsets pieces = tokenizer.encode_with_offsets(passage.text);
-        // The text's own pieces [first, first + total): the special tokens around them cover no bytes.
-        const data::Tokenizer::SpecialTokens specials = tokenizer.special_tokens();
-        const int64_t first = specials.before;
-        int64_t total = static_cast<int64_t>(pieces.ids.size()) - specials.before - specials.after;
+        const PieceBytes pieces = text_piece_bytes(tokenizer, passage.text);
+        const int64_t total = static_cast<int64_t>(pieces.begin.size());
         if (total <= 0) continue;  // nothing to find
         int64_t passage_index = static_cast<int64_t>(index);
         if (total <= max_tokens) {
@@ -64,8 +89,8 @@ std::vector<PassageChunk> chunk_passages(const std::vector<data::Passage>& passa
         // last piece's last byte: the passage's own words, never a re-decoding of them.
         for (int64_t start = 0;; start += max_tokens - overlap) {
             int64_t end = std::min(total, start + max_tokens);
-            int64_t begin_byte = pieces.begin[static_cast<size_t>(first + start)];
-            int64_t end_byte = std::max(begin_byte, pieces.end[static_cast<size_t>(first + end - 1)]);
+            int64_t begin_byte = pieces.begin[static_cast<size_t>(start)];
+            int64_t end_byte = std::max(begin_byte, pieces.end[static_cast<size_t>(end - 1)]);
             std::string text = passage.text.substr(static_cast<size_t>(begin_byte), static_cast<size_t>(end_byte - begin_byte));
             if (text.find_first_not_of(" \t\n\r") != std::string::npos)
                 chunks.push_back({passage_index, passage.id, passage.group, std::move(text), begin_byte, end_byte});

@@ -737,6 +737,38 @@ TEST_CASE("encode_texts: batches of like length, rows in the texts' order, each 
     }
 }
 
+TEST_CASE("chunk_passages: a passage of 600 KB is tokenized in blocks and cut into the whole text's windows") {
+    fs::path folder = fs::temp_directory_path() / fmt::format("nce_test_long_chunks_{}", getpid());
+    data::RetrievalDataset dataset = generated_korquad_in(folder, 4, 7);
+    std::vector<std::string> corpus;
+    for (const data::Passage& passage : dataset.passages) corpus.push_back(passage.text);
+    data::TokenizerOptions tokenizer_options;
+    tokenizer_options.vocab_size = 300;
+    tokenizer_options.seed = 1;
+    data::Tokenizer tokenizer = data::Tokenizer::train(corpus, tokenizer_options, folder.string());
+    fs::remove_all(folder);
+    std::string text;
+    for (size_t i = 0; text.size() < 600000; ++i)
+        text += corpus[i % corpus.size()] + (i % 3 == 0 ? "\n  getLineNumberFromTheTable " : " counterValue ");
+    const int64_t window = 50, overlap = 10;
+    std::vector<PassageChunk> chunks = chunk_passages({{"long", text, "g"}}, tokenizer, window, overlap);
+    // The windows of the text tokenized at once, as chunk_passages cuts them.
+    data::Tokenizer::PiecesWithOffsets whole = tokenizer.encode_with_offsets(text);
+    const int64_t total = static_cast<int64_t>(whole.ids.size());
+    std::vector<std::pair<int64_t, int64_t>> expected;
+    for (int64_t start = 0;; start += window - overlap) {
+        int64_t end = std::min(total, start + window);
+        expected.emplace_back(whole.begin[static_cast<size_t>(start)], whole.end[static_cast<size_t>(end - 1)]);
+        if (end == total) break;
+    }
+    REQUIRE(chunks.size() == expected.size());
+    for (size_t c = 0; c < chunks.size(); ++c) {
+        CAPTURE(c);
+        CHECK(chunks[c].begin == expected[c].first);
+        CHECK(chunks[c].end == expected[c].second);
+    }
+}
+
 TEST_CASE("encoding a large batch in groups of similar length: the rows and gradients of one padded pass") {
     // 45 rows of 1 to 45 tokens in a shuffled order, so the 32-row groups hold rows from all
     // over the batch and the second group is padded to a longer row than the first.
