@@ -7,13 +7,13 @@ queries, with that run's settings, and saved as a model folder for `nce train ev
 
 RUN is the folder `nce train --init MODEL --train TRAIN.csv` wrote: its config.json gives the
 model, the batch size, learning rate, warmup, schedule, steps, weight decay, gradient clipping,
-seed, loss temperature and the query and passage lengths; its split.json gives the query ids
+seed, dropout, loss temperature and the query and passage lengths; its split.json gives the query ids
 it trained on (the rows of TRAIN.csv with those query_id values; nce's validation slice of
 the file is left out as nce left it out of training). benchmarks/peer/finetune_peer.sh runs
 both sides and the comparison.
 
 The step is what SentenceTransformerTrainer runs for MultipleNegativesRankingLoss: the
-model in training mode (dropout on), anchors and positives through SentenceTransformer's own
+model in training mode (dropout on, at config.json's dropout as nce applies it: hidden states and attention), anchors and positives through SentenceTransformer's own
 modules, batches in which no text appears twice (NoDuplicatesBatchSampler's packing, nce's
 default), cross-entropy over the batch's in-batch similarities times scale = 1 / tau, AdamW
 (decoupled weight decay on every parameter, as nce's), the gradient norm clipped, the
@@ -95,6 +95,9 @@ def main():
     np.random.seed(config["seed"])
     torch.manual_seed(config["seed"])
     model = SentenceTransformer(config["init"], device="cpu")
+    for module in model.modules():  # nce trains with config.json's dropout on hidden states and attention
+        if isinstance(module, torch.nn.Dropout):
+            module.p = float(config["dropout"])
     loss_model = losses.MultipleNegativesRankingLoss(model, scale=1.0 / tau)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config["learning_rate"], betas=(0.9, 0.999), eps=1e-8,
                                   weight_decay=config["weight_decay"])
