@@ -112,6 +112,25 @@ data::RetrievalDataset generated_korquad_in(const fs::path& folder, int64_t arti
     return data::read_korquad((folder / "korquad.json").string(), data::Leniency::Strict);
 }
 
+// A generated KorQuAD set of `articles` towns and a 300-piece tokenizer trained on its passages.
+struct GeneratedSet {
+    data::RetrievalDataset dataset;
+    data::Tokenizer tokenizer;
+};
+
+GeneratedSet generated_set_with_tokenizer(const std::string& name, int64_t articles, uint64_t seed) {
+    fs::path folder = fs::temp_directory_path() / fmt::format("nce_test_{}_{}", name, getpid());
+    data::RetrievalDataset dataset = generated_korquad_in(folder, articles, seed);
+    std::vector<std::string> corpus;
+    for (const data::Passage& passage : dataset.passages) corpus.push_back(passage.text);
+    data::TokenizerOptions options;
+    options.vocab_size = 300;
+    options.seed = 1;
+    data::Tokenizer tokenizer = data::Tokenizer::train(corpus, options, folder.string());
+    fs::remove_all(folder);
+    return {std::move(dataset), std::move(tokenizer)};
+}
+
 // 40 queries over 4 passages, query q's answer passage q % 4; the ranking puts it first for
 // three queries in four and second otherwise: recall@1 = 0.75, MRR@10 = 0.875.
 
@@ -703,15 +722,8 @@ TEST_CASE("pretraining: imitating BM25 on the corpus alone lifts a fresh model's
 }
 
 TEST_CASE("encode_texts: batches of like length, rows in the texts' order, each as the text encoded alone") {
-    fs::path folder = fs::temp_directory_path() / fmt::format("nce_test_encode_order_{}", getpid());
-    data::RetrievalDataset dataset = generated_korquad_in(folder, 4, 5);
-    std::vector<std::string> corpus, texts;
-    for (const data::Passage& passage : dataset.passages) corpus.push_back(passage.text);
-    data::TokenizerOptions tokenizer_options;
-    tokenizer_options.vocab_size = 300;
-    tokenizer_options.seed = 1;
-    data::Tokenizer tokenizer = data::Tokenizer::train(corpus, tokenizer_options, folder.string());
-    fs::remove_all(folder);
+    auto [dataset, tokenizer] = generated_set_with_tokenizer("encode_order", 4, 5);
+    std::vector<std::string> texts;
     // Short questions and long paragraphs interleaved, so that an unsorted batch would mix lengths.
     for (size_t i = 0; i < 6; ++i) {
         texts.push_back(dataset.queries[i].text);
@@ -738,18 +750,10 @@ TEST_CASE("encode_texts: batches of like length, rows in the texts' order, each 
 }
 
 TEST_CASE("chunk_passages: a passage of 600 KB is tokenized in blocks and cut into the whole text's windows") {
-    fs::path folder = fs::temp_directory_path() / fmt::format("nce_test_long_chunks_{}", getpid());
-    data::RetrievalDataset dataset = generated_korquad_in(folder, 4, 7);
-    std::vector<std::string> corpus;
-    for (const data::Passage& passage : dataset.passages) corpus.push_back(passage.text);
-    data::TokenizerOptions tokenizer_options;
-    tokenizer_options.vocab_size = 300;
-    tokenizer_options.seed = 1;
-    data::Tokenizer tokenizer = data::Tokenizer::train(corpus, tokenizer_options, folder.string());
-    fs::remove_all(folder);
+    auto [dataset, tokenizer] = generated_set_with_tokenizer("long_chunks", 4, 7);
     std::string text;
     for (size_t i = 0; text.size() < 600000; ++i)
-        text += corpus[i % corpus.size()] + (i % 3 == 0 ? "\n  getLineNumberFromTheTable " : " counterValue ");
+        text += dataset.passages[i % dataset.passages.size()].text + (i % 3 == 0 ? "\n  getLineNumberFromTheTable " : " counterValue ");
     const int64_t window = 50, overlap = 10;
     std::vector<PassageChunk> chunks = chunk_passages({{"long", text, "g"}}, tokenizer, window, overlap);
     // The windows of the text tokenized at once, as chunk_passages cuts them.
