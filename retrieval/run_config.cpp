@@ -279,11 +279,11 @@ nlohmann::json with_lexical_head(nlohmann::json json) {
     if (!json.contains("lexical_dim") || json.contains("lexical_head") || !json["lexical_dim"].is_number_integer())
         return json;
     const int64_t old = json["lexical_dim"].get<int64_t>();
+    if (old < -3) return json;  // left for validate_run_config to name
     const LexicalHead head = old > 0 || old == -1 ? LexicalHead::MaxPooled
                              : old == -2          ? LexicalHead::TermWeights
                              : old == -3          ? LexicalHead::Both
                                                   : LexicalHead::None;
-    if (old < -3) return json;  // left for validate_run_config to name
     json["lexical_head"] = lexical_head_name(head);
     json["lexical_dim"] = std::max<int64_t>(old, 0);
     return json;
