@@ -9,7 +9,7 @@
 namespace nce::losses {
 namespace {
 
-void check_inputs(const Var& x, const Var& y, double margin) {
+void check_contrastive_inputs(const Var& x, const Var& y, double margin) {
     check_matrix(x, "contrastive", "x");
     check_matrix(y, "contrastive", "y");
     check_same_shape(x, y, "contrastive", "x", "y");
@@ -38,7 +38,7 @@ ContrastiveMetric parse_contrastive_metric(const std::string& text) {
 //              (u_i = 0 when D_i = 0: |x| has a corner at 0 and 0 is the subgradient chosen)
 //   dL/dx_i = dL/dD_i dD_i/dx_i       dL/dy_i = dL/dD_i dD_i/dy_i         [N, 1] * [N, d]
 Var contrastive(const Var& x, const Var& y, const Tensor& label, double margin, ContrastiveMetric metric) {
-    check_inputs(x, y, margin);
+    check_contrastive_inputs(x, y, margin);
     int64_t N = x.size(0);
     std::vector<double> label_values = read_values(Var(label), N, "contrastive", "label");
     Tensor labels = Tensor::from_vector(label_values, {N}, x.dtype()).to(x.value().device());  // [N]

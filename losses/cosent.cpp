@@ -12,16 +12,16 @@
 namespace nce::losses {
 namespace {
 
-constexpr const char* kLoss = "cosent";
+constexpr const char* kCosent = "cosent";
 
-void check_inputs(const Var& x, const Var& y, double scale) {
-    check_matrix(x, kLoss, "x");
-    check_matrix(y, kLoss, "y");
-    check_same_shape(x, y, kLoss, "x", "y");
-    NCE_CHECK(x.dtype() == y.dtype(), "{}: x ({}) and y ({}) must have the same dtype", kLoss, dtype_name(x.dtype()),
+void check_cosent_inputs(const Var& x, const Var& y, double scale) {
+    check_matrix(x, kCosent, "x");
+    check_matrix(y, kCosent, "y");
+    check_same_shape(x, y, kCosent, "x", "y");
+    NCE_CHECK(x.dtype() == y.dtype(), "{}: x ({}) and y ({}) must have the same dtype", kCosent, dtype_name(x.dtype()),
               dtype_name(y.dtype()));
-    check_min_rows(x.size(0), 1, kLoss, "N (rows of x)");
-    NCE_CHECK(scale > 0 && std::isfinite(scale), "{}: parameter scale must be a finite number > 0, got {}", kLoss,
+    check_min_rows(x.size(0), 1, kCosent, "N (rows of x)");
+    NCE_CHECK(scale > 0 && std::isfinite(scale), "{}: parameter scale must be a finite number > 0, got {}", kCosent,
               scale);
 }
 
@@ -55,9 +55,9 @@ Tensor ordered_pairs(const Tensor& label, const Tensor& like) {
 //   dL/dx_k = scale dL/ds_k y_k          dL/dy_k = scale dL/ds_k x_k         [N, 1] * [N, d]
 // No pair at all: every D_ij is -inf, L = log 1 = 0, W = 0 and every gradient is 0.
 Var cosent(const Var& x, const Var& y, const Tensor& label, double scale) {
-    check_inputs(x, y, scale);
+    check_cosent_inputs(x, y, scale);
     int64_t N = x.size(0);
-    check_data_vector(Var(label), N, kLoss, "label");
+    check_data_vector(Var(label), N, kCosent, "label");
     const Tensor &xv = x.value(), &yv = y.value();
 
     Tensor similarities = sum(xv * yv, 1) * scale;                                                // s [N]
@@ -71,7 +71,7 @@ Var cosent(const Var& x, const Var& y, const Tensor& label, double scale) {
 
     Tensor weights = exp(differences - loss);                                                     // W [N, N]
     Tensor dloss_dsimilarities = (sum(weights, 1) - sum(weights, 0)).reshape({N, 1}) * scale;     // scale dL/ds [N, 1]
-    return Var::from_op(kLoss, std::move(loss), {x, y},
+    return Var::from_op(kCosent, std::move(loss), {x, y},
         [xv, yv, dloss_dsimilarities](const Tensor& dy) -> Grads {
             Tensor slope = dloss_dsimilarities * dy.item();  // [N, 1]
             return {slope * yv, slope * xv};
@@ -80,7 +80,7 @@ Var cosent(const Var& x, const Var& y, const Tensor& label, double scale) {
 
 LossDefinition cosent_definition() {
     LossDefinition loss;
-    loss.name = kLoss;
+    loss.name = kCosent;
     loss.inputs = {{"x", InputKind::Embedding}, {"y", InputKind::Embedding}, {"label", InputKind::Data}};
     loss.params = {{"scale", "20", ParamRule::Positive, {}}};
     loss.compute = [](const LossArguments& arguments) {

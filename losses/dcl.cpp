@@ -10,7 +10,7 @@
 namespace nce::losses {
 namespace {
 
-constexpr const char* kLoss = "dcl";
+constexpr const char* kDcl = "dcl";
 
 // One direction of the loss, for anchors a and partners b (a = u, b = v, or the reverse).
 struct Direction {
@@ -25,7 +25,7 @@ struct Direction {
 //   D_i = lse(row_i) - a_i·b_i/tau,   P = softmax(row_i) (0 at the -inf entries)
 //   dD_i/d(a_i·a_k/tau) = P^aa_ik,   dD_i/d(a_i·b_k/tau) = P^ab_ik - [k = i]
 // The lse shifts each row by its largest finite entry, so no exp of a positive number.
-Direction one_direction(const Tensor& a, const Tensor& b, double tau) {
+Direction dcl_direction(const Tensor& a, const Tensor& b, double tau) {
     int64_t N = a.size(0);
     Tensor identity = identity_like(N, a);                 // I [N, N], on a's device
     Tensor keep = 1.0 - identity;                          // 1 off the diagonal: keep_where keeps those
@@ -47,14 +47,14 @@ Direction one_direction(const Tensor& a, const Tensor& b, double tau) {
     return direction;
 }
 
-void check_inputs(const Var& u, const Var& v, double tau) {
-    check_matrix(u, kLoss, "u");
-    check_matrix(v, kLoss, "v");
-    check_same_shape(u, v, kLoss, "u", "v");
-    NCE_CHECK(u.dtype() == v.dtype(), "{}: u is {} but v is {}; give both the same dtype", kLoss,
+void check_dcl_inputs(const Var& u, const Var& v, double tau) {
+    check_matrix(u, kDcl, "u");
+    check_matrix(v, kDcl, "v");
+    check_same_shape(u, v, kDcl, "u", "v");
+    NCE_CHECK(u.dtype() == v.dtype(), "{}: u is {} but v is {}; give both the same dtype", kDcl,
               dtype_name(u.dtype()), dtype_name(v.dtype()));
-    check_min_rows(u.size(0), 2, kLoss, "N (rows of u, v; the other rows are the negatives)");
-    NCE_CHECK(tau > 0 && std::isfinite(tau), "{}: parameter tau must be a finite number > 0, got {}", kLoss, tau);
+    check_min_rows(u.size(0), 2, kDcl, "N (rows of u, v; the other rows are the negatives)");
+    NCE_CHECK(tau > 0 && std::isfinite(tau), "{}: parameter tau must be a finite number > 0, got {}", kDcl, tau);
 }
 
 }  // namespace
@@ -71,18 +71,18 @@ void check_inputs(const Var& u, const Var& v, double tau) {
 //   dL/dv = [ (A2 + A2^T)·v + C2·u + C1^T·u ] / tau
 // The node's output gradient dy (a scalar) multiplies each of them.
 Var dcl(const Var& u, const Var& v, double tau) {
-    check_inputs(u, v, tau);
+    check_dcl_inputs(u, v, tau);
     int64_t N = u.size(0);
     const Tensor &uv = u.value(), &vv = v.value();
-    Direction u_to_v = one_direction(uv, vv, tau);  // D_i(u, v)
-    Direction v_to_u = one_direction(vv, uv, tau);  // D_i(v, u)
+    Direction u_to_v = dcl_direction(uv, vv, tau);  // D_i(u, v)
+    Direction v_to_u = dcl_direction(vv, uv, tau);  // D_i(v, u)
     Tensor loss = (u_to_v.loss_sum + v_to_u.loss_sum) / static_cast<double>(N);  // []
 
     double inverse_N = 1.0 / static_cast<double>(N);
     Tensor A1 = u_to_v.dloss_dsame * inverse_N, C1 = u_to_v.dloss_dcross * inverse_N;  // [N, N]
     Tensor A2 = v_to_u.dloss_dsame * inverse_N, C2 = v_to_u.dloss_dcross * inverse_N;  // [N, N]
     Tensor C1T = transpose(C1, 0, 1), C2T = transpose(C2, 0, 1);
-    return Var::from_op(kLoss, std::move(loss), {u, v},
+    return Var::from_op(kDcl, std::move(loss), {u, v},
         [uv, vv, A1_sym = A1 + transpose(A1, 0, 1), A2_sym = A2 + transpose(A2, 0, 1), C1_plus_C2T = C1 + C2T,
          C2_plus_C1T = C2 + C1T, tau](const Tensor& dloss) -> Grads {
             double factor = dloss.item() / tau;
@@ -94,7 +94,7 @@ Var dcl(const Var& u, const Var& v, double tau) {
 
 LossDefinition dcl_definition() {
     LossDefinition loss;
-    loss.name = kLoss;
+    loss.name = kDcl;
     loss.inputs = {{"u", InputKind::Embedding}, {"v", InputKind::Embedding}};
     loss.params = {{"tau", "0.1", ParamRule::Positive, {}}};
     loss.compute = [](const LossArguments& arguments) {

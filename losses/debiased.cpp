@@ -12,7 +12,7 @@
 namespace nce::losses {
 namespace {
 
-constexpr const char* kLoss = "debiased";
+constexpr const char* kDebiased = "debiased";
 
 struct Parameters {
     double t, tau_plus, beta;
@@ -52,19 +52,19 @@ Tensor choose(const Tensor& mask, const Tensor& a, const Tensor& b) {
     return keep_where(a, mask, 0.0) + keep_where(b, 1.0 - mask, 0.0);
 }
 
-void check_inputs(const Var& u, const Var& v, const Parameters& parameters) {
-    check_matrix(u, kLoss, "u");
-    check_matrix(v, kLoss, "v");
-    check_same_shape(u, v, kLoss, "u", "v");
-    NCE_CHECK(u.dtype() == v.dtype(), "{}: u is {} but v is {}; give both the same dtype", kLoss,
+void check_debiased_inputs(const Var& u, const Var& v, const Parameters& parameters) {
+    check_matrix(u, kDebiased, "u");
+    check_matrix(v, kDebiased, "v");
+    check_same_shape(u, v, kDebiased, "u", "v");
+    NCE_CHECK(u.dtype() == v.dtype(), "{}: u is {} but v is {}; give both the same dtype", kDebiased,
               dtype_name(u.dtype()), dtype_name(v.dtype()));
-    check_min_rows(u.size(0), 2, kLoss, "N (rows of u, v; the other rows are the negatives)");
+    check_min_rows(u.size(0), 2, kDebiased, "N (rows of u, v; the other rows are the negatives)");
     NCE_CHECK(parameters.t > 0 && std::isfinite(parameters.t), "{}: parameter t must be a finite number > 0, got {}",
-              kLoss, parameters.t);
+              kDebiased, parameters.t);
     NCE_CHECK(parameters.tau_plus >= 0 && parameters.tau_plus < 1,
-              "{}: parameter tau_plus must be in [0, 1), got {}", kLoss, parameters.tau_plus);
+              "{}: parameter tau_plus must be in [0, 1), got {}", kDebiased, parameters.tau_plus);
     NCE_CHECK(parameters.beta >= 0 && std::isfinite(parameters.beta),
-              "{}: parameter beta must be a finite number >= 0, got {}", kLoss, parameters.beta);
+              "{}: parameter beta must be a finite number >= 0, got {}", kDebiased, parameters.beta);
 }
 
 }  // namespace
@@ -101,7 +101,7 @@ void check_inputs(const Var& u, const Var& v, const Parameters& parameters) {
 //   R_i / (pos_i + Ng_i) = exp(log_R_over_pos - softplus(log_Ng_over_pos))
 Var debiased(const Var& u, const Var& v, double t, double tau_plus, double beta) {
     Parameters parameters{t, tau_plus, beta};
-    check_inputs(u, v, parameters);
+    check_debiased_inputs(u, v, parameters);
     int64_t N = u.size(0), rows = 2 * N;
     const double M = static_cast<double>(rows - 2), minus_infinity = -std::numeric_limits<double>::infinity();
     Tensor z = concat({u.value(), v.value()}, 0);                        // [2N, d]
@@ -137,7 +137,7 @@ Var debiased(const Var& u, const Var& v, double t, double tau_plus, double beta)
     Tensor through_R = R_slope * (w.softmax * (1.0 + beta) - r.softmax * beta);  // [2N, 2N]
     Tensor G = (through_pos + through_R) / static_cast<double>(rows);            // dL/ds [2N, 2N]
 
-    return Var::from_op(kLoss, std::move(loss), {u, v},
+    return Var::from_op(kDebiased, std::move(loss), {u, v},
         [z, G_plus_G_transposed = G + transpose(G, 0, 1), t, N](const Tensor& dloss) -> Grads {
             Tensor dz = matmul(G_plus_G_transposed, z) * (dloss.item() / t);  // [2N, d]
             return {slice(dz, 0, 0, N), slice(dz, 0, N, 2 * N)};
@@ -146,7 +146,7 @@ Var debiased(const Var& u, const Var& v, double t, double tau_plus, double beta)
 
 LossDefinition debiased_definition() {
     LossDefinition loss;
-    loss.name = kLoss;
+    loss.name = kDebiased;
     loss.inputs = {{"u", InputKind::Embedding}, {"v", InputKind::Embedding}};
     loss.params = {{"t", "0.5", ParamRule::Positive, {}},
                    {"tau_plus", "0.1", ParamRule::UnitInterval, {}},

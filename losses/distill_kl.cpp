@@ -11,7 +11,7 @@
 namespace nce::losses {
 namespace {
 
-constexpr const char* kLoss = "distill_kl";
+constexpr const char* kDistillKl = "distill_kl";
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 // Each teacher score is finite, or -inf for a candidate the teacher rules out; each row
@@ -25,35 +25,35 @@ void check_teacher_scores(const Tensor& teacher) {
             double score = scores[static_cast<size_t>(i * K + k)];
             NCE_CHECK(!std::isnan(score) && score != kInfinity,
                       "{}: teacher[{}, {}] is {}; a teacher score must be finite (or -inf to rule the candidate out)",
-                      kLoss, i, k, score);
+                      kDistillKl, i, k, score);
             any_finite = any_finite || std::isfinite(score);
         }
         NCE_CHECK(any_finite, "{}: teacher row {} is all -inf; give each query at least one candidate with a finite score",
-                  kLoss, i);
+                  kDistillKl, i);
     }
 }
 
-void check_inputs(const Var& q, const Var& c, const Tensor& teacher, double tau, double teacher_tau) {
-    check_matrix(q, kLoss, "q");
-    check_min_rows(q.size(0), 1, kLoss, "N (rows of q)");
-    NCE_CHECK(c.defined(), "{}: input c is missing", kLoss);
-    NCE_CHECK(c.dtype() == q.dtype(), "{}: c ({}) must have q's dtype ({}); give both the same dtype", kLoss,
+void check_distill_kl_inputs(const Var& q, const Var& c, const Tensor& teacher, double tau, double teacher_tau) {
+    check_matrix(q, kDistillKl, "q");
+    check_min_rows(q.size(0), 1, kDistillKl, "N (rows of q)");
+    NCE_CHECK(c.defined(), "{}: input c is missing", kDistillKl);
+    NCE_CHECK(c.dtype() == q.dtype(), "{}: c ({}) must have q's dtype ({}); give both the same dtype", kDistillKl,
               dtype_name(c.dtype()), dtype_name(q.dtype()));
     int64_t N = q.size(0), d = q.size(1);
     NCE_CHECK(c.value().rank() == 3 && c.size(0) == N && c.size(2) == d,
-              "{}: c must have shape [N, K, d] = [{}, K, {}] to match q {}, got {}", kLoss, N, d,
+              "{}: c must have shape [N, K, d] = [{}, K, {}] to match q {}, got {}", kDistillKl, N, d,
               shape_string(q.shape()), shape_string(c.shape()));
-    check_min_rows(c.size(1), 1, kLoss, "K (candidates per query, axis 1 of c)");
-    check_finite(c.value(), kLoss, "c");
-    NCE_CHECK(teacher.defined(), "{}: input teacher is missing", kLoss);
+    check_min_rows(c.size(1), 1, kDistillKl, "K (candidates per query, axis 1 of c)");
+    check_finite(c.value(), kDistillKl, "c");
+    NCE_CHECK(teacher.defined(), "{}: input teacher is missing", kDistillKl);
     NCE_CHECK(is_floating(teacher.dtype()), "{}: teacher must be float32 or float64 (the teacher's scores), got {}",
-              kLoss, dtype_name(teacher.dtype()));
+              kDistillKl, dtype_name(teacher.dtype()));
     NCE_CHECK(teacher.shape() == Shape({N, c.size(1)}),
-              "{}: teacher must have shape [N, K] = [{}, {}] (one score per candidate of c {}), got {}", kLoss, N,
+              "{}: teacher must have shape [N, K] = [{}, {}] (one score per candidate of c {}), got {}", kDistillKl, N,
               c.size(1), shape_string(c.shape()), shape_string(teacher.shape()));
     check_teacher_scores(teacher);
-    NCE_CHECK(tau > 0 && std::isfinite(tau), "{}: parameter tau must be > 0, got {}", kLoss, tau);
-    NCE_CHECK(teacher_tau > 0 && std::isfinite(teacher_tau), "{}: parameter teacher_tau must be > 0, got {}", kLoss,
+    NCE_CHECK(tau > 0 && std::isfinite(tau), "{}: parameter tau must be > 0, got {}", kDistillKl, tau);
+    NCE_CHECK(teacher_tau > 0 && std::isfinite(teacher_tau), "{}: parameter teacher_tau must be > 0, got {}", kDistillKl,
               teacher_tau);
 }
 
@@ -89,14 +89,14 @@ TeacherDistribution teacher_distribution(const Tensor& teacher, double teacher_t
 //   dL/dq_i  = sum_k dL/ds_ik c_ik / tau                    [N, 1, K]·[N, K, d] -> [N, d]
 //   dL/dc_ik = dL/ds_ik q_i / tau                           [N, K, 1] * [N, 1, d] -> [N, K, d]
 Var distill_kl(const Var& q, const Var& c, const Tensor& teacher, double tau, double teacher_tau) {
-    check_inputs(q, c, teacher, tau, teacher_tau);
+    check_distill_kl_inputs(q, c, teacher, tau, teacher_tau);
     const Tensor &qv = q.value(), &cv = c.value();
     int64_t N = cv.size(0), K = cv.size(1), d = cv.size(2);
     Tensor s = matmul(cv, qv.reshape({N, d, 1})).reshape({N, K}) / tau;  // [N, K, d]·[N, d, 1] -> [N, K]
     Tensor log_P = log_softmax(s);                                         // stable: shifted by the row max
     TeacherDistribution target = teacher_distribution(teacher, teacher_tau, qv);
     Tensor loss = sum(target.t * (target.log_t - log_P)) / static_cast<double>(N);  // []
-    return Var::from_op(kLoss, std::move(loss), {q, c},
+    return Var::from_op(kDistillKl, std::move(loss), {q, c},
         [qv, cv, P = exp(log_P), t = target.t, tau](const Tensor& dy) -> Grads {
             int64_t N = cv.size(0), K = cv.size(1), d = cv.size(2);
             Tensor ds = (P - t) * (dy.item() / static_cast<double>(N));               // [N, K]
@@ -108,7 +108,7 @@ Var distill_kl(const Var& q, const Var& c, const Tensor& teacher, double tau, do
 
 LossDefinition distill_kl_definition() {
     LossDefinition loss;
-    loss.name = kLoss;
+    loss.name = kDistillKl;
     loss.inputs = {{"q", InputKind::Embedding}, {"c", InputKind::Embedding}, {"teacher", InputKind::Data}};
     loss.params = {{"tau", "0.05", ParamRule::Positive, {}}, {"teacher_tau", "1.0", ParamRule::Positive, {}}};
     loss.compute = [](const LossArguments& arguments) {

@@ -10,24 +10,24 @@
 namespace nce::losses {
 namespace {
 
-constexpr const char* kLoss = "gist";
+constexpr const char* kGist = "gist";
 
-void check_inputs(const Var& a, const Var& p, const Var& ga, const Var& gp, double tau, double margin) {
-    check_matrix(a, kLoss, "a");
-    check_matrix(p, kLoss, "p");
-    check_matrix(ga, kLoss, "ga");
-    check_matrix(gp, kLoss, "gp");
-    check_same_shape(a, p, kLoss, "a", "p");
-    check_same_shape(ga, gp, kLoss, "ga", "gp");
+void check_gist_inputs(const Var& a, const Var& p, const Var& ga, const Var& gp, double tau, double margin) {
+    check_matrix(a, kGist, "a");
+    check_matrix(p, kGist, "p");
+    check_matrix(ga, kGist, "ga");
+    check_matrix(gp, kGist, "gp");
+    check_same_shape(a, p, kGist, "a", "p");
+    check_same_shape(ga, gp, kGist, "ga", "gp");
     NCE_CHECK(ga.size(0) == a.size(0),
-              "{}: ga {} must have one row per row of a {} (the guide embeds the same {} pairs)", kLoss,
+              "{}: ga {} must have one row per row of a {} (the guide embeds the same {} pairs)", kGist,
               shape_string(ga.shape()), shape_string(a.shape()), a.size(0));
     NCE_CHECK(p.dtype() == a.dtype() && ga.dtype() == a.dtype() && gp.dtype() == a.dtype(),
-              "{}: a ({}), p ({}), ga ({}) and gp ({}) must have the same dtype", kLoss, dtype_name(a.dtype()),
+              "{}: a ({}), p ({}), ga ({}) and gp ({}) must have the same dtype", kGist, dtype_name(a.dtype()),
               dtype_name(p.dtype()), dtype_name(ga.dtype()), dtype_name(gp.dtype()));
-    check_min_rows(a.size(0), 2, kLoss, "N (rows of a; the other rows are the negatives)");
-    NCE_CHECK(tau > 0 && std::isfinite(tau), "{}: parameter tau must be a finite number > 0, got {}", kLoss, tau);
-    NCE_CHECK(margin >= 0 && std::isfinite(margin), "{}: parameter margin must be a finite number >= 0, got {}", kLoss,
+    check_min_rows(a.size(0), 2, kGist, "N (rows of a; the other rows are the negatives)");
+    NCE_CHECK(tau > 0 && std::isfinite(tau), "{}: parameter tau must be a finite number > 0, got {}", kGist, tau);
+    NCE_CHECK(margin >= 0 && std::isfinite(margin), "{}: parameter margin must be a finite number >= 0, got {}", kGist,
               margin);
 }
 
@@ -67,7 +67,7 @@ GistStrategy parse_gist_strategy(const std::string& text) {
 //   dL/dp = ( G_ap^T · a + (G_pp + G_pp^T) · p ) / tau          [N, d]
 //   dL/dga = 0, dL/dgp = 0: they only move the mask, which is piecewise constant.
 Var gist(const Var& a, const Var& p, const Var& ga, const Var& gp, double tau, double margin, GistStrategy strategy) {
-    check_inputs(a, p, ga, gp, tau, margin);
+    check_gist_inputs(a, p, ga, gp, tau, margin);
     int64_t N = a.size(0);
     const Tensor &av = a.value(), &pv = p.value(), &gav = ga.value(), &gpv = gp.value();
 
@@ -94,7 +94,7 @@ Var gist(const Var& a, const Var& p, const Var& ga, const Var& gp, double tau, d
     // dL/dl [N, 3N]; exactly 0 at the masked entries, whose probability is exp(-inf) = 0.
     Tensor G = (exp(log_probabilities) - Y) / static_cast<double>(N);
 
-    return Var::from_op(kLoss, std::move(loss), {a, p, ga, gp},
+    return Var::from_op(kGist, std::move(loss), {a, p, ga, gp},
         [av, pv, G, N, inverse_tau = 1.0 / tau, guide_shape = ga.shape(), guide_dtype = ga.dtype(),
          guide_device = ga.value().device()](
             const Tensor& dy) -> Grads {
@@ -110,7 +110,7 @@ Var gist(const Var& a, const Var& p, const Var& ga, const Var& gp, double tau, d
 
 LossDefinition gist_definition() {
     LossDefinition loss;
-    loss.name = kLoss;
+    loss.name = kGist;
     loss.inputs = {{"a", InputKind::Embedding},
                    {"p", InputKind::Embedding},
                    {"ga", InputKind::Guide},

@@ -13,7 +13,7 @@
 namespace nce::losses {
 namespace {
 
-constexpr const char* kLoss = "hard_negative_infonce";
+constexpr const char* kHardNegativeInfonce = "hard_negative_infonce";
 
 // log of the dtype's largest finite value: exp(x) overflows for x above it.
 double log_largest_finite(Dtype dtype) {
@@ -40,19 +40,19 @@ double log_largest_finite(Dtype dtype) {
 // the largest pair logit (and, only to name it in the error, where it sits), and the penalty.
 Var hard_negative_infonce(const Var& q, const Var& p, const Tensor& qid, const Var& log_tau, double tau,
                           double weight) {
-    check_matrix(q, kLoss, "q");
-    check_matrix(p, kLoss, "p");
-    check_same_shape(q, p, kLoss, "q", "p");
-    NCE_CHECK(q.dtype() == p.dtype(), "{}: q is {} but p is {}; give both the same dtype", kLoss,
+    check_matrix(q, kHardNegativeInfonce, "q");
+    check_matrix(p, kHardNegativeInfonce, "p");
+    check_same_shape(q, p, kHardNegativeInfonce, "q", "p");
+    NCE_CHECK(q.dtype() == p.dtype(), "{}: q is {} but p is {}; give both the same dtype", kHardNegativeInfonce,
               dtype_name(q.dtype()), dtype_name(p.dtype()));
     int64_t rows = q.size(0);
-    check_min_rows(rows, 2, kLoss, "N (rows of q; the other rows are the negatives)");
-    std::vector<int64_t> ids = read_ids(Var(qid), rows, kLoss, "qid");
-    NCE_CHECK(weight >= 0 && std::isfinite(weight), "{}: parameter weight must be a finite number >= 0, got {}", kLoss,
+    check_min_rows(rows, 2, kHardNegativeInfonce, "N (rows of q; the other rows are the negatives)");
+    std::vector<int64_t> ids = read_ids(Var(qid), rows, kHardNegativeInfonce, "qid");
+    NCE_CHECK(weight >= 0 && std::isfinite(weight), "{}: parameter weight must be a finite number >= 0, got {}", kHardNegativeInfonce,
               weight);
     // tau is checked even when log_tau makes it unused (spec, Conventions).
-    NCE_CHECK(tau > 0 && std::isfinite(tau), "{}: parameter tau must be a finite number > 0, got {}", kLoss, tau);
-    Temperature temperature = resolve_temperature(log_tau, tau, kLoss);
+    NCE_CHECK(tau > 0 && std::isfinite(tau), "{}: parameter tau must be a finite number > 0, got {}", kHardNegativeInfonce, tau);
+    Temperature temperature = resolve_temperature(log_tau, tau, kHardNegativeInfonce);
 
     Tensor logits = matmul(q.value(), p.value(), Transpose::Second) * (1.0 / temperature.tau);  // [N, N]
     QueryGroups groups = query_groups(ids, q.value().device());
@@ -75,7 +75,7 @@ Var hard_negative_infonce(const Var& q, const Var& p, const Tensor& qid, const V
         NCE_CHECK(largest_logit <= limit,
                   "{}: the penalty exp(l_ij) overflows {}: same-group pair (i={}, j={}) has l_ij = {} > {} = log({} "
                   "max); raise tau or lower weight",
-                  kLoss, dtype, static_cast<int64_t>(largest.indices.item()) / rows,
+                  kHardNegativeInfonce, dtype, static_cast<int64_t>(largest.indices.item()) / rows,
                   static_cast<int64_t>(largest.indices.item()) % rows, largest_logit, limit, dtype);
         // H = (weight/K) · M ⊙ exp(l): exp(-inf) = 0 off the pairs. Its sum is the penalty.
         penalty_gradient = exp(pair_logits) * (weight / static_cast<double>(pair_count));
@@ -85,11 +85,11 @@ Var hard_negative_infonce(const Var& q, const Var& p, const Tensor& qid, const V
         NCE_CHECK(all_finite(penalty),
                   "{}: the penalty weight · mean exp(l_ij) overflows {} (largest pair logit {}); raise tau or lower "
                   "weight",
-                  kLoss, dtype, largest_logit);
+                  kHardNegativeInfonce, dtype, largest_logit);
         loss = loss + penalty;
     }
 
-    return Var::from_op(kLoss, loss, {q, p, log_tau},
+    return Var::from_op(kHardNegativeInfonce, loss, {q, p, log_tau},
         [qv = q.value(), pv = p.value(), probabilities = forward.probabilities, targets, penalty_gradient, temperature,
          log_tau_like = log_tau.detach()](const Tensor& dloss) -> Grads {
             Tensor dlogits = soft_target_cross_entropy_gradient(probabilities, targets);  // (P - I) / N  [N, N]
@@ -102,7 +102,7 @@ Var hard_negative_infonce(const Var& q, const Var& p, const Tensor& qid, const V
 
 LossDefinition hard_negative_infonce_definition() {
     LossDefinition loss;
-    loss.name = kLoss;
+    loss.name = kHardNegativeInfonce;
     loss.inputs = {{"q", InputKind::Embedding},
                    {"p", InputKind::Embedding},
                    {"qid", InputKind::Data},

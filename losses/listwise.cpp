@@ -9,7 +9,7 @@
 namespace nce::losses {
 namespace {
 
-void check_inputs(const Var& q, const Var& a, const Tensor& score, double tau) {
+void check_listwise_inputs(const Var& q, const Var& a, const Tensor& score, double tau) {
     check_matrix(q, "listwise", "q");
     check_min_rows(q.size(0), 1, "listwise", "Q (rows of q)");
     NCE_CHECK(a.defined(), "listwise: input a is missing");
@@ -50,7 +50,7 @@ Tensor log_target(const Tensor& score, double tau) {
 //   dL/dq_q  = sum_k dL/dlogits_qk a_qk / tau             [Q, 1, K]·[Q, K, d] -> [Q, d]
 //   dL/da_qk = dL/dlogits_qk q_q / tau                    [Q, K, 1] * [Q, 1, d] -> [Q, K, d]
 Var listwise(const Var& q, const Var& a, const Tensor& score, double tau) {
-    check_inputs(q, a, score, tau);
+    check_listwise_inputs(q, a, score, tau);
     const Tensor &qv = q.value(), &av = a.value();
     int64_t Q = av.size(0), K = av.size(1), d = av.size(2);
     Tensor logits = matmul(av, qv.reshape({Q, d, 1})).reshape({Q, K}) / tau;   // [Q, K, d]·[Q, d, 1]

@@ -113,4 +113,9 @@ Tensor unit_rows(const Tensor& x, const Tensor& norms) {
     return x / divisor.reshape({x.size(0), 1});
 }
 
+Tensor hinge_slope(const Tensor& hinge) {
+    int64_t N = hinge.size(0);
+    return (step(hinge) / static_cast<double>(N)).reshape({N, 1});
+}
+
 }  // namespace nce::losses

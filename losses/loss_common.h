@@ -65,4 +65,8 @@ Tensor row_norms(const Tensor& x);
 // chosen, so a zero distance never produces NaN.
 Tensor unit_rows(const Tensor& x, const Tensor& norms);
 
+// The slope of a mean hinge (1/N) sum_i relu(h_i) in h_i: 1/N where the hinge is active
+// (h_i > 0), 0 where it is not (and at the kink h_i = 0).   hinge [N] -> [N, 1], to scale rows.
+Tensor hinge_slope(const Tensor& hinge);
+
 }  // namespace nce::losses

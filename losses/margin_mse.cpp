@@ -7,19 +7,19 @@
 namespace nce::losses {
 namespace {
 
-constexpr const char* kLoss = "margin_mse";
+constexpr const char* kMarginMse = "margin_mse";
 
-void check_inputs(const Var& q, const Var& p, const Var& n, const Tensor& label) {
-    check_matrix(q, kLoss, "q");
-    check_matrix(p, kLoss, "p");
-    check_matrix(n, kLoss, "n");
-    check_same_shape(q, p, kLoss, "q", "p");
-    check_same_shape(q, n, kLoss, "q", "n");
+void check_margin_mse_inputs(const Var& q, const Var& p, const Var& n, const Tensor& label) {
+    check_matrix(q, kMarginMse, "q");
+    check_matrix(p, kMarginMse, "p");
+    check_matrix(n, kMarginMse, "n");
+    check_same_shape(q, p, kMarginMse, "q", "p");
+    check_same_shape(q, n, kMarginMse, "q", "n");
     NCE_CHECK(p.dtype() == q.dtype() && n.dtype() == q.dtype(),
-              "{}: q ({}), p ({}) and n ({}) must have the same dtype", kLoss, dtype_name(q.dtype()),
+              "{}: q ({}), p ({}) and n ({}) must have the same dtype", kMarginMse, dtype_name(q.dtype()),
               dtype_name(p.dtype()), dtype_name(n.dtype()));
-    check_min_rows(q.size(0), 1, kLoss, "N (rows of q)");
-    check_data_vector(Var(label), q.size(0), kLoss, "label");
+    check_min_rows(q.size(0), 1, kMarginMse, "N (rows of q)");
+    check_data_vector(Var(label), q.size(0), kMarginMse, "label");
 }
 
 }  // namespace
@@ -34,14 +34,14 @@ void check_inputs(const Var& q, const Var& p, const Var& n, const Tensor& label)
 //   dL/dp_i =  dL/dr_i q_i
 //   dL/dn_i = -dL/dr_i q_i
 Var margin_mse(const Var& q, const Var& p, const Var& n, const Tensor& label) {
-    check_inputs(q, p, n, label);
+    check_margin_mse_inputs(q, p, n, label);
     int64_t N = q.size(0);
     Tensor labels = label.to(q.dtype()).to(q.value().device());  // [N]
 
     Tensor difference = p.value() - n.value();                           // p - n  [N, d]
     Tensor residual = sum(q.value() * difference, 1) - labels;           // r  [N]
     Tensor loss = mean(square(residual));                                // []
-    return Var::from_op(kLoss, std::move(loss), {q, p, n},
+    return Var::from_op(kMarginMse, std::move(loss), {q, p, n},
         [qv = q.value(), difference, slope = (residual * (2.0 / static_cast<double>(N))).reshape({N, 1})](
             const Tensor& dy) -> Grads {
             Tensor dloss_dresidual = slope * dy.item();  // [N, 1]
@@ -52,7 +52,7 @@ Var margin_mse(const Var& q, const Var& p, const Var& n, const Tensor& label) {
 
 LossDefinition margin_mse_definition() {
     LossDefinition loss;
-    loss.name = kLoss;
+    loss.name = kMarginMse;
     loss.inputs = {{"q", InputKind::Embedding},
                    {"p", InputKind::Embedding},
                    {"n", InputKind::Embedding},

@@ -14,7 +14,7 @@
 namespace nce::losses {
 namespace {
 
-constexpr const char* kLoss = "matryoshka";
+constexpr const char* kMatryoshka = "matryoshka";
 
 // "64,128,256": how a list is written in the parameter and in the messages.
 template <typename T>
@@ -36,7 +36,7 @@ std::vector<std::string> split_entries(const std::string& text, const char* para
         size_t comma = text.find(',', start);
         std::string entry = trim(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
         NCE_CHECK(!entry.empty(),
-                  "{}: parameter {} has an empty entry in '{}'; separate the entries by single commas, e.g. {}", kLoss,
+                  "{}: parameter {} has an empty entry in '{}'; separate the entries by single commas, e.g. {}", kMatryoshka,
                   param, text, example);
         entries.push_back(entry);
         if (comma == std::string::npos) return entries;
@@ -49,18 +49,18 @@ std::vector<int64_t> prefix_sizes(const std::vector<int64_t>& given, int64_t d) 
     if (given.empty()) return matryoshka_default_dims(d);
     for (size_t k = 0; k < given.size(); ++k) {
         int64_t m = given[k];
-        NCE_CHECK(m >= 1, "{}: parameter dims must hold prefix sizes >= 1, got {} in {}; remove it", kLoss, m,
+        NCE_CHECK(m >= 1, "{}: parameter dims must hold prefix sizes >= 1, got {} in {}; remove it", kMatryoshka, m,
                   list_text(given));
         NCE_CHECK(m <= d,
                   "{}: parameter dims has {} > d = {} (q and p have {} columns); each prefix size must be at most d",
-                  kLoss, m, d, d);
+                  kMatryoshka, m, d, d);
         NCE_CHECK(k == 0 || m > given[k - 1],
                   "{}: parameter dims must be strictly ascending, got {} ({} after {}); list each prefix size once, "
                   "smallest first",
-                  kLoss, list_text(given), m, given[k - 1]);
+                  kMatryoshka, list_text(given), m, given[k - 1]);
     }
     NCE_CHECK(given.back() == d,
-              "{}: parameter dims must end with d = {} (the whole embedding), got {}; add {} at the end", kLoss, d,
+              "{}: parameter dims must end with d = {} (the whole embedding), got {}; add {} at the end", kMatryoshka, d,
               list_text(given), d);
     return given;
 }
@@ -70,11 +70,11 @@ std::vector<double> prefix_weights(const std::vector<double>& given, const std::
                                    bool default_dims) {
     if (given.empty()) return std::vector<double>(dims.size(), 1.0);
     NCE_CHECK(given.size() == dims.size(),
-              "{}: parameter weights has {} entries but dims has {} ({}{}); give one weight per prefix size", kLoss,
+              "{}: parameter weights has {} entries but dims has {} ({}{}); give one weight per prefix size", kMatryoshka,
               given.size(), dims.size(), list_text(dims), default_dims ? ", the default for this d" : "");
     for (size_t k = 0; k < given.size(); ++k)
         NCE_CHECK(given[k] > 0 && std::isfinite(given[k]),
-                  "{}: parameter weights must be finite numbers > 0, got {} for prefix size {} (weights {})", kLoss,
+                  "{}: parameter weights must be finite numbers > 0, got {} for prefix size {} (weights {})", kMatryoshka,
                   given[k], dims[k], list_text(given));
     return given;
 }
@@ -96,7 +96,7 @@ void check_nonzero_prefix_rows(const Tensor& x, int64_t m, const char* name) {
         NCE_CHECK(zero[i] == 0,
                   "{}: row {} of {} is zero in its first {} columns (prefix size {}), so it cannot be re-normalised to "
                   "unit length; give every row a nonzero entry there, or leave {} out of dims",
-                  kLoss, i, name, m, m, m);
+                  kMatryoshka, i, name, m, m, m);
 }
 
 // Each row is first divided by its largest |entry|, so its squares neither overflow nor
@@ -178,7 +178,7 @@ std::vector<int64_t> parse_matryoshka_dims(const std::string& text) {
         NCE_CHECK(digits && errno == 0,
                   "{}: parameter dims must be comma-separated whole numbers (prefix sizes, e.g. 64,128,256), got '{}' "
                   "in '{}'",
-                  kLoss, entry, text);
+                  kMatryoshka, entry, text);
         dims.push_back(static_cast<int64_t>(value));
     }
     return dims;
@@ -191,7 +191,7 @@ std::vector<double> parse_matryoshka_weights(const std::string& text) {
         errno = 0;
         double value = std::strtod(entry.c_str(), &end);
         NCE_CHECK(end == entry.c_str() + entry.size() && errno == 0 && std::isfinite(value),
-                  "{}: parameter weights must be comma-separated finite numbers (e.g. 1,1,2), got '{}' in '{}'", kLoss,
+                  "{}: parameter weights must be comma-separated finite numbers (e.g. 1,1,2), got '{}' in '{}'", kMatryoshka,
                   entry, text);
         weights.push_back(value);
     }
@@ -217,10 +217,10 @@ std::vector<double> parse_matryoshka_weights(const std::string& text) {
 // applied here, and the node's backward multiplies the sums by dy, as infonce's does.
 Var matryoshka(const Var& q, const Var& p, const Var& log_tau, double tau, const std::vector<int64_t>& dims,
                const std::vector<double>& weights) {
-    check_infonce_inputs(q, p, Var(), tau, kLoss);
-    Temperature temperature = resolve_temperature(log_tau, tau, kLoss);
+    check_infonce_inputs(q, p, Var(), tau, kMatryoshka);
+    Temperature temperature = resolve_temperature(log_tau, tau, kMatryoshka);
     int64_t d = q.size(1);
-    NCE_CHECK(d >= 1, "{}: q and p {} have no columns; they need d >= 1 (every prefix has at least one column)", kLoss,
+    NCE_CHECK(d >= 1, "{}: q and p {} have no columns; they need d >= 1 (every prefix has at least one column)", kMatryoshka,
               shape_string(q.shape()));
     std::vector<int64_t> sizes = prefix_sizes(dims, d);
     std::vector<double> shares = prefix_weights(weights, sizes, dims.empty());
@@ -258,12 +258,12 @@ Var matryoshka(const Var& q, const Var& p, const Var& log_tau, double tau, const
     Tensor dloss_dlog_tau = with_gradient && temperature.learnable
                                 ? log_tau_gradient_from(temperature, total_dloss_dtau, log_tau)
                                 : Tensor();
-    return Var::from_op(kLoss, std::move(loss), inputs, scaled_gradients(total, dloss_dlog_tau));
+    return Var::from_op(kMatryoshka, std::move(loss), inputs, scaled_gradients(total, dloss_dlog_tau));
 }
 
 LossDefinition matryoshka_definition() {
     LossDefinition loss;
-    loss.name = kLoss;
+    loss.name = kMatryoshka;
     loss.inputs = {{"q", InputKind::Embedding},
                    {"p", InputKind::Embedding},
                    {"log_tau", InputKind::Scalar, /*required=*/false}};

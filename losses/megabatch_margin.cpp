@@ -10,25 +10,19 @@
 namespace nce::losses {
 namespace {
 
-constexpr const char* kLoss = "megabatch_margin";
+constexpr const char* kMegabatchMargin = "megabatch_margin";
 
-void check_inputs(const Var& a, const Var& p, double pos_margin, double neg_margin) {
-    check_matrix(a, kLoss, "a");
-    check_matrix(p, kLoss, "p");
-    check_same_shape(a, p, kLoss, "a", "p");
-    NCE_CHECK(a.dtype() == p.dtype(), "{}: a is {} but p is {}; give both the same dtype", kLoss,
+void check_megabatch_margin_inputs(const Var& a, const Var& p, double pos_margin, double neg_margin) {
+    check_matrix(a, kMegabatchMargin, "a");
+    check_matrix(p, kMegabatchMargin, "p");
+    check_same_shape(a, p, kMegabatchMargin, "a", "p");
+    NCE_CHECK(a.dtype() == p.dtype(), "{}: a is {} but p is {}; give both the same dtype", kMegabatchMargin,
               dtype_name(a.dtype()), dtype_name(p.dtype()));
-    check_min_rows(a.size(0), 2, kLoss, "N (rows of a, p; the other rows of p are the negatives)");
-    NCE_CHECK(pos_margin >= 0 && std::isfinite(pos_margin), "{}: parameter pos_margin must be >= 0, got {}", kLoss,
+    check_min_rows(a.size(0), 2, kMegabatchMargin, "N (rows of a, p; the other rows of p are the negatives)");
+    NCE_CHECK(pos_margin >= 0 && std::isfinite(pos_margin), "{}: parameter pos_margin must be >= 0, got {}", kMegabatchMargin,
               pos_margin);
-    NCE_CHECK(neg_margin >= 0 && std::isfinite(neg_margin), "{}: parameter neg_margin must be >= 0, got {}", kLoss,
+    NCE_CHECK(neg_margin >= 0 && std::isfinite(neg_margin), "{}: parameter neg_margin must be >= 0, got {}", kMegabatchMargin,
               neg_margin);
-}
-
-// 1 where a hinge is active (h > 0), else 0, divided by N: the slope of (1/N) relu(h).   [N, 1]
-Tensor hinge_slope(const Tensor& hinge) {
-    int64_t N = hinge.size(0);
-    return (step(hinge) / static_cast<double>(N)).reshape({N, 1});
 }
 
 // j*(i) as an int64 tensor [N] on a's device.
@@ -61,7 +55,7 @@ std::vector<int64_t> hardest_negatives(const Tensor& a, const Tensor& p) {
 //   H_rj = dL/dk_r [j = j*(r)]  [N, N], that sum is H^T · a)
 // The node's output gradient dy (a scalar) multiplies each of them.
 Var megabatch_margin(const Var& a, const Var& p, double pos_margin, double neg_margin) {
-    check_inputs(a, p, pos_margin, neg_margin);
+    check_megabatch_margin_inputs(a, p, pos_margin, neg_margin);
     int64_t N = a.size(0);
     const Tensor &av = a.value(), &pv = p.value();
     Tensor hardest = hardest_negative_indices(av, pv);                      // j*(i)  [N] int64
@@ -75,7 +69,7 @@ Var megabatch_margin(const Var& a, const Var& p, double pos_margin, double neg_m
     Tensor negative_slope = hinge_slope(negative_hinge);                    // [N, 1]
     Tensor H = index_select(identity_like(N, av), hardest) * negative_slope;  // [N, N]
 
-    return Var::from_op(kLoss, std::move(loss), {a, p},
+    return Var::from_op(kMegabatchMargin, std::move(loss), {a, p},
         [av, pv, hardest_p, positive_slope = hinge_slope(positive_hinge), negative_slope, H](
             const Tensor& dloss) -> Grads {
             double factor = dloss.item();
@@ -87,7 +81,7 @@ Var megabatch_margin(const Var& a, const Var& p, double pos_margin, double neg_m
 
 LossDefinition megabatch_margin_definition() {
     LossDefinition loss;
-    loss.name = kLoss;
+    loss.name = kMegabatchMargin;
     loss.inputs = {{"a", InputKind::Embedding}, {"p", InputKind::Embedding}};
     loss.params = {{"pos_margin", "0.8", ParamRule::NonNegative, {}},
                    {"neg_margin", "0.3", ParamRule::NonNegative, {}}};

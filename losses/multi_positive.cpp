@@ -13,7 +13,7 @@
 namespace nce::losses {
 namespace {
 
-constexpr const char* kLoss = "multi_positive";
+constexpr const char* kMultiPositive = "multi_positive";
 
 // T_ij = M_ij / |G(i)|, |G(i)| = sum_j M_ij     [N, N], float64 on M's device; every row sums to 1.
 Tensor group_average_targets(const Tensor& same_query) {
@@ -34,24 +34,24 @@ Tensor group_average_targets(const Tensor& same_query) {
 // dL/dlog_tau = tau · dL/dtau = -sum(q ⊙ dL/dq)    (0 while tau sits at its floor 1e-4)
 // Every step is a tensor op on the inputs' device; the upstream dy multiplies dL/dl as a tensor.
 Var multi_positive(const Var& q, const Var& p, const Tensor& qid, const Var& log_tau, double tau) {
-    check_matrix(q, kLoss, "q");
-    check_matrix(p, kLoss, "p");
-    check_same_shape(q, p, kLoss, "q", "p");
-    NCE_CHECK(q.dtype() == p.dtype(), "{}: q is {} but p is {}; give both the same dtype", kLoss,
+    check_matrix(q, kMultiPositive, "q");
+    check_matrix(p, kMultiPositive, "p");
+    check_same_shape(q, p, kMultiPositive, "q", "p");
+    NCE_CHECK(q.dtype() == p.dtype(), "{}: q is {} but p is {}; give both the same dtype", kMultiPositive,
               dtype_name(q.dtype()), dtype_name(p.dtype()));
     int64_t rows = q.size(0);
-    check_min_rows(rows, 2, kLoss, "N (rows of q; the other rows are the negatives)");
-    std::vector<int64_t> ids = read_ids(Var(qid), rows, kLoss, "qid");
+    check_min_rows(rows, 2, kMultiPositive, "N (rows of q; the other rows are the negatives)");
+    std::vector<int64_t> ids = read_ids(Var(qid), rows, kMultiPositive, "qid");
     // tau is checked even when log_tau makes it unused (spec, Conventions).
-    NCE_CHECK(tau > 0 && std::isfinite(tau), "{}: parameter tau must be a finite number > 0, got {}", kLoss, tau);
-    Temperature temperature = resolve_temperature(log_tau, tau, kLoss);
+    NCE_CHECK(tau > 0 && std::isfinite(tau), "{}: parameter tau must be a finite number > 0, got {}", kMultiPositive, tau);
+    Temperature temperature = resolve_temperature(log_tau, tau, kMultiPositive);
 
     Tensor logits = matmul(q.value(), p.value(), Transpose::Second) * (1.0 / temperature.tau);  // [N, N]
     QueryGroups groups = query_groups(ids, q.value().device());
     Tensor targets = group_average_targets(groups.same_query).to(q.dtype());                    // [N, N]
     SoftTargetCrossEntropy forward = soft_target_cross_entropy(logits, targets);
 
-    return Var::from_op(kLoss, forward.loss, {q, p, log_tau},
+    return Var::from_op(kMultiPositive, forward.loss, {q, p, log_tau},
         [qv = q.value(), pv = p.value(), probabilities = forward.probabilities, targets, temperature,
          log_tau_like = log_tau.detach()](const Tensor& dloss) -> Grads {
             Tensor dlogits = soft_target_cross_entropy_gradient(probabilities, targets) * dloss;  // [N, N]
@@ -62,7 +62,7 @@ Var multi_positive(const Var& q, const Var& p, const Tensor& qid, const Var& log
 
 LossDefinition multi_positive_definition() {
     LossDefinition loss;
-    loss.name = kLoss;
+    loss.name = kMultiPositive;
     loss.inputs = {{"q", InputKind::Embedding},
                    {"p", InputKind::Embedding},
                    {"qid", InputKind::Data},

@@ -14,17 +14,8 @@
 namespace nce::losses {
 namespace {
 
-constexpr const char* kLoss = "multi_positive_in";
+constexpr const char* kMultiPositiveIn = "multi_positive_in";
 
-// Random groups of 1 to 3 rows (random_query_ids); when the draw has no group of two or
-// more, row 1 joins row 0's group, so the example always exercises a real group.
-Tensor query_ids_with_a_real_group(Generator& generator, int64_t rows) {
-    std::vector<int64_t> ids = random_query_ids(generator, rows).to_indices();
-    std::map<int64_t, int64_t> group_size;
-    for (int64_t id : ids) ++group_size[id];
-    if (group_size.size() == ids.size() && rows >= 2) ids[1] = ids[0];
-    return Tensor::from_indices(ids, {rows});
-}
 
 }  // namespace
 
@@ -46,17 +37,17 @@ Tensor query_ids_with_a_real_group(Generator& generator, int64_t rows) {
 // Every step is a tensor op on the inputs' device: the group mask M [N, N] (1 where qid_j =
 // qid_i) is made there (query_groups.h), and |G(i)| = sum_j M_ij.
 Var multi_positive_in(const Var& q, const Var& p, const Tensor& qid, const Var& log_tau, double tau) {
-    check_matrix(q, kLoss, "q");
-    check_matrix(p, kLoss, "p");
-    check_same_shape(q, p, kLoss, "q", "p");
-    NCE_CHECK(q.dtype() == p.dtype(), "{}: q is {} but p is {}; give both the same dtype", kLoss,
+    check_matrix(q, kMultiPositiveIn, "q");
+    check_matrix(p, kMultiPositiveIn, "p");
+    check_same_shape(q, p, kMultiPositiveIn, "q", "p");
+    NCE_CHECK(q.dtype() == p.dtype(), "{}: q is {} but p is {}; give both the same dtype", kMultiPositiveIn,
               dtype_name(q.dtype()), dtype_name(p.dtype()));
     int64_t rows = q.size(0);
-    check_min_rows(rows, 2, kLoss, "N (rows of q; the other rows are the negatives)");
-    std::vector<int64_t> ids = read_ids(Var(qid), rows, kLoss, "qid");
+    check_min_rows(rows, 2, kMultiPositiveIn, "N (rows of q; the other rows are the negatives)");
+    std::vector<int64_t> ids = read_ids(Var(qid), rows, kMultiPositiveIn, "qid");
     // tau is checked even when log_tau makes it unused (spec, Conventions).
-    NCE_CHECK(tau > 0 && std::isfinite(tau), "{}: parameter tau must be a finite number > 0, got {}", kLoss, tau);
-    Temperature temperature = resolve_temperature(log_tau, tau, kLoss);
+    NCE_CHECK(tau > 0 && std::isfinite(tau), "{}: parameter tau must be a finite number > 0, got {}", kMultiPositiveIn, tau);
+    Temperature temperature = resolve_temperature(log_tau, tau, kMultiPositiveIn);
 
     Tensor logits = matmul(q.value(), p.value(), Transpose::Second) * (1.0 / temperature.tau);  // l [N, N]
     Tensor log_probabilities = log_softmax(logits);                                             // log P [N, N]
@@ -74,7 +65,7 @@ Var multi_positive_in(const Var& q, const Var& p, const Tensor& qid, const Var& 
     Tensor log_group_sizes = log(sum(same_query, 1)).to(q.dtype());                      // log |G(i)| [N]
     Tensor loss = mean(log_group_sizes - group_log_mass.reshape({rows}));                // []
 
-    return Var::from_op(kLoss, std::move(loss), {q, p, log_tau},
+    return Var::from_op(kMultiPositiveIn, std::move(loss), {q, p, log_tau},
         [qv = q.value(), pv = p.value(), probabilities = exp(log_probabilities), group_softmax,
          temperature, log_tau_like = log_tau.detach()](const Tensor& dloss) -> Grads {
             // (P - Q) / N: rowsum(Q) = 1, so the shared soft-target gradient is exactly this.
@@ -86,7 +77,7 @@ Var multi_positive_in(const Var& q, const Var& p, const Tensor& qid, const Var& 
 
 LossDefinition multi_positive_in_definition() {
     LossDefinition loss;
-    loss.name = kLoss;
+    loss.name = kMultiPositiveIn;
     loss.inputs = {{"q", InputKind::Embedding},
                    {"p", InputKind::Embedding},
                    {"qid", InputKind::Data},

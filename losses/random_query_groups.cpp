@@ -38,4 +38,12 @@ Tensor random_ranks_in_groups(Generator& generator, const Tensor& qid) {
     return Tensor::from_indices(ranks, {static_cast<int64_t>(ids.size())});
 }
 
+Tensor query_ids_with_a_real_group(Generator& generator, int64_t rows) {
+    std::vector<int64_t> ids = random_query_ids(generator, rows).to_indices();
+    std::map<int64_t, int64_t> group_size;
+    for (int64_t id : ids) ++group_size[id];
+    if (group_size.size() == ids.size() && rows >= 2) ids[1] = ids[0];
+    return Tensor::from_indices(ids, {rows});
+}
+
 }  // namespace nce::losses

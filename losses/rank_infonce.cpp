@@ -15,7 +15,7 @@
 namespace nce::losses {
 namespace {
 
-constexpr const char* kLoss = "rank_infonce";
+constexpr const char* kRankInfonce = "rank_infonce";
 
 // The weight w_j of every row j within its group G(j) (spec, rank_infonce):
 //   sh_j = (score_j - min_G score) / (max_G score - min_G score), or 0 when max = min
@@ -50,7 +50,7 @@ Tensor rank_weights(const Tensor& same_query, const Tensor& rank, const Tensor& 
         while (std::isfinite(values[j])) ++j;
         fail("{}: the weight exponent of row {} (-rank_weight·rank + score_weight·sh) is {}; lower rank_weight or "
              "the ranks",
-             kLoss, j, values[j]);
+             kRankInfonce, j, values[j]);
     }
     Tensor shifted = exp(exponent - group_max(exponent));                          // w~_j / exp(max_G a)  [N]
     Tensor group_total = sum(same_query * shifted.reshape({1, rows}), 1);          // [N]
@@ -74,29 +74,29 @@ Tensor rank_weights(const Tensor& same_query, const Tensor& rank, const Tensor& 
 // to be checked.
 Var rank_infonce(const Var& q, const Var& p, const Tensor& qid, const Tensor& rank, const Tensor& score,
                  const Var& log_tau, const RankInfonceOptions& options) {
-    check_matrix(q, kLoss, "q");
-    check_matrix(p, kLoss, "p");
-    check_same_shape(q, p, kLoss, "q", "p");
-    NCE_CHECK(q.dtype() == p.dtype(), "{}: q is {} but p is {}; give both the same dtype", kLoss,
+    check_matrix(q, kRankInfonce, "q");
+    check_matrix(p, kRankInfonce, "p");
+    check_same_shape(q, p, kRankInfonce, "q", "p");
+    NCE_CHECK(q.dtype() == p.dtype(), "{}: q is {} but p is {}; give both the same dtype", kRankInfonce,
               dtype_name(q.dtype()), dtype_name(p.dtype()));
     int64_t rows = q.size(0);
-    check_min_rows(rows, 2, kLoss, "N (rows of q; the other rows are the negatives)");
-    std::vector<int64_t> ids = read_ids(Var(qid), rows, kLoss, "qid");
+    check_min_rows(rows, 2, kRankInfonce, "N (rows of q; the other rows are the negatives)");
+    std::vector<int64_t> ids = read_ids(Var(qid), rows, kRankInfonce, "qid");
     NCE_CHECK(options.rank_weight >= 0 && std::isfinite(options.rank_weight),
-              "{}: parameter rank_weight must be a finite number >= 0, got {}", kLoss, options.rank_weight);
+              "{}: parameter rank_weight must be a finite number >= 0, got {}", kRankInfonce, options.rank_weight);
     NCE_CHECK(options.score_weight >= 0 && std::isfinite(options.score_weight),
-              "{}: parameter score_weight must be a finite number >= 0, got {}", kLoss, options.score_weight);
+              "{}: parameter score_weight must be a finite number >= 0, got {}", kRankInfonce, options.score_weight);
     NCE_CHECK(rank.defined() || !options.use_ranks,
-              "{}: input rank is missing; it is required when use_ranks=1 (give rank, or set use_ranks=0)", kLoss);
+              "{}: input rank is missing; it is required when use_ranks=1 (give rank, or set use_ranks=0)", kRankInfonce);
     NCE_CHECK(score.defined() || !options.use_scores,
               "{}: input score is missing; it is required when use_scores=1 (give score, or set use_scores=0)",
-              kLoss);
-    if (rank.defined()) read_values(Var(rank), rows, kLoss, "rank");     // checks: a vector of N finite values
-    if (score.defined()) read_values(Var(score), rows, kLoss, "score");
+              kRankInfonce);
+    if (rank.defined()) read_values(Var(rank), rows, kRankInfonce, "rank");     // checks: a vector of N finite values
+    if (score.defined()) read_values(Var(score), rows, kRankInfonce, "score");
     // tau is checked even when log_tau makes it unused (spec, Conventions).
     NCE_CHECK(options.tau > 0 && std::isfinite(options.tau), "{}: parameter tau must be a finite number > 0, got {}",
-              kLoss, options.tau);
-    Temperature temperature = resolve_temperature(log_tau, options.tau, kLoss);
+              kRankInfonce, options.tau);
+    Temperature temperature = resolve_temperature(log_tau, options.tau, kRankInfonce);
 
     Tensor logits = matmul(q.value(), p.value(), Transpose::Second) * (1.0 / temperature.tau);  // [N, N]
     Tensor same_query = query_groups(ids, q.value().device()).same_query;                       // M [N, N], float64
@@ -105,7 +105,7 @@ Var rank_infonce(const Var& q, const Var& p, const Tensor& qid, const Tensor& ra
     Tensor targets = (same_query * weights.reshape({1, rows})).to(q.dtype());                   // T [N, N]
     SoftTargetCrossEntropy forward = soft_target_cross_entropy(logits, targets);
 
-    return Var::from_op(kLoss, forward.loss, {q, p, log_tau},
+    return Var::from_op(kRankInfonce, forward.loss, {q, p, log_tau},
         [qv = q.value(), pv = p.value(), probabilities = forward.probabilities, targets, temperature,
          log_tau_like = log_tau.detach()](const Tensor& dloss) -> Grads {
             Tensor dlogits = soft_target_cross_entropy_gradient(probabilities, targets) * dloss;  // [N, N]
@@ -116,7 +116,7 @@ Var rank_infonce(const Var& q, const Var& p, const Tensor& qid, const Tensor& ra
 
 LossDefinition rank_infonce_definition() {
     LossDefinition loss;
-    loss.name = kLoss;
+    loss.name = kRankInfonce;
     loss.inputs = {{"q", InputKind::Embedding},
                    {"p", InputKind::Embedding},
                    {"qid", InputKind::Data},

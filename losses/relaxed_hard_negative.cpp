@@ -13,7 +13,7 @@
 namespace nce::losses {
 namespace {
 
-constexpr const char* kLoss = "relaxed_hard_negative";
+constexpr const char* kRelaxedHardNegative = "relaxed_hard_negative";
 
 struct RelaxedTargets {
     Tensor targets;        // t [N, N], float64; every row sums to 1
@@ -36,15 +36,6 @@ RelaxedTargets relaxed_targets(const Tensor& same_query, const Tensor& identity,
     return {targets, sum(row_entropy) / static_cast<double>(same_query.size(0))};
 }
 
-// Random groups of 1 to 3 rows (random_query_ids); when the draw has no group of two or
-// more, row 1 joins row 0's group, so the example always exercises a real group.
-Tensor query_ids_with_a_real_group(Generator& generator, int64_t rows) {
-    std::vector<int64_t> ids = random_query_ids(generator, rows).to_indices();
-    std::map<int64_t, int64_t> group_size;
-    for (int64_t id : ids) ++group_size[id];
-    if (group_size.size() == ids.size() && rows >= 2) ids[1] = ids[0];
-    return Tensor::from_indices(ids, {rows});
-}
 
 }  // namespace
 
@@ -60,16 +51,16 @@ Tensor query_ids_with_a_real_group(Generator& generator, int64_t rows) {
 // Every step is a tensor op on the inputs' device: t and its entropy term are made there from
 // the same-query mask (query_groups.h), in float64, then t is taken to the inputs' dtype.
 Var relaxed_hard_negative(const Var& q, const Var& p, const Tensor& qid, double tau, double p_relax) {
-    check_matrix(q, kLoss, "q");
-    check_matrix(p, kLoss, "p");
-    check_same_shape(q, p, kLoss, "q", "p");
-    NCE_CHECK(q.dtype() == p.dtype(), "{}: q is {} but p is {}; give both the same dtype", kLoss,
+    check_matrix(q, kRelaxedHardNegative, "q");
+    check_matrix(p, kRelaxedHardNegative, "p");
+    check_same_shape(q, p, kRelaxedHardNegative, "q", "p");
+    NCE_CHECK(q.dtype() == p.dtype(), "{}: q is {} but p is {}; give both the same dtype", kRelaxedHardNegative,
               dtype_name(q.dtype()), dtype_name(p.dtype()));
     int64_t rows = q.size(0);
-    check_min_rows(rows, 2, kLoss, "N (rows of q; the other rows are the negatives)");
-    std::vector<int64_t> ids = read_ids(Var(qid), rows, kLoss, "qid");
-    NCE_CHECK(tau > 0 && std::isfinite(tau), "{}: parameter tau must be a finite number > 0, got {}", kLoss, tau);
-    NCE_CHECK(p_relax >= 0 && p_relax < 1, "{}: parameter p_relax must satisfy 0 <= p_relax < 1, got {}", kLoss,
+    check_min_rows(rows, 2, kRelaxedHardNegative, "N (rows of q; the other rows are the negatives)");
+    std::vector<int64_t> ids = read_ids(Var(qid), rows, kRelaxedHardNegative, "qid");
+    NCE_CHECK(tau > 0 && std::isfinite(tau), "{}: parameter tau must be a finite number > 0, got {}", kRelaxedHardNegative, tau);
+    NCE_CHECK(p_relax >= 0 && p_relax < 1, "{}: parameter p_relax must satisfy 0 <= p_relax < 1, got {}", kRelaxedHardNegative,
               p_relax);
 
     Tensor logits = matmul(q.value(), p.value(), Transpose::Second) * (1.0 / tau);  // l [N, N]
@@ -80,7 +71,7 @@ Var relaxed_hard_negative(const Var& q, const Var& p, const Tensor& qid, double 
     Tensor loss = forward.loss + relaxed.entropy_term.to(q.dtype());                 // []
 
     Temperature temperature{tau};  // fixed
-    return Var::from_op(kLoss, std::move(loss), {q, p},
+    return Var::from_op(kRelaxedHardNegative, std::move(loss), {q, p},
         [qv = q.value(), pv = p.value(), probabilities = forward.probabilities, targets,
          temperature](const Tensor& dloss) -> Grads {
             Tensor dlogits = soft_target_cross_entropy_gradient(probabilities, targets) * dloss;  // (P - t)/N
@@ -91,7 +82,7 @@ Var relaxed_hard_negative(const Var& q, const Var& p, const Tensor& qid, double 
 
 LossDefinition relaxed_hard_negative_definition() {
     LossDefinition loss;
-    loss.name = kLoss;
+    loss.name = kRelaxedHardNegative;
     loss.inputs = {{"q", InputKind::Embedding}, {"p", InputKind::Embedding}, {"qid", InputKind::Data}};
     loss.params = {{"tau", "0.1", ParamRule::Positive, {}}, {"p_relax", "0.1", ParamRule::UnitInterval, {}}};
     loss.compute = [](const LossArguments& arguments) {

@@ -11,7 +11,7 @@
 namespace nce::losses {
 namespace {
 
-constexpr const char* kLoss = "siglip";
+constexpr const char* kSiglip = "siglip";
 
 // z_ij = 1 on the diagonal (the matching pair), -1 elsewhere, on like's device.   [N, N]
 Tensor pair_signs(int64_t rows, const Tensor& like) { return identity_like(rows, like) * 2.0 - 1.0; }
@@ -25,13 +25,13 @@ Tensor gradient_of_scalar_input(const Tensor& gradient, const Var& input) {
     return gradient.reshape(input.shape()).to(input.dtype());
 }
 
-void check_inputs(const Var& x, const Var& y) {
-    check_matrix(x, kLoss, "x");
-    check_matrix(y, kLoss, "y");
-    check_same_shape(x, y, kLoss, "x", "y");
-    NCE_CHECK(x.dtype() == y.dtype(), "{}: x is {} but y is {}; give both the same dtype", kLoss,
+void check_siglip_inputs(const Var& x, const Var& y) {
+    check_matrix(x, kSiglip, "x");
+    check_matrix(y, kSiglip, "y");
+    check_same_shape(x, y, kSiglip, "x", "y");
+    NCE_CHECK(x.dtype() == y.dtype(), "{}: x is {} but y is {}; give both the same dtype", kSiglip,
               dtype_name(x.dtype()), dtype_name(y.dtype()));
-    check_min_rows(x.size(0), 1, kLoss, "N (rows of x, y)");
+    check_min_rows(x.size(0), 1, kSiglip, "N (rows of x, y)");
 }
 
 }  // namespace
@@ -51,26 +51,26 @@ void check_inputs(const Var& x, const Var& y) {
 //   dL/dbias = sum_ij G_ij                    (dg_ij/dbias = 1)
 // The node's output gradient dy (a scalar) multiplies each of them.
 Var siglip(const Var& x, const Var& y, const Var& log_scale, const Var& bias) {
-    check_inputs(x, y);
-    double log_scale_value = read_scalar(log_scale, kLoss, "log_scale");
-    double bias_value = read_scalar(bias, kLoss, "bias");
+    check_siglip_inputs(x, y);
+    double log_scale_value = read_scalar(log_scale, kSiglip, "log_scale");
+    double bias_value = read_scalar(bias, kSiglip, "bias");
     double scale = std::exp(log_scale_value);
     double largest = x.dtype() == Dtype::Float32 ? std::numeric_limits<float>::max()
                                                  : std::numeric_limits<double>::max();
-    NCE_CHECK(scale < largest, "{}: exp(log_scale) overflows {} (log_scale = {}); give a log_scale below {}", kLoss,
+    NCE_CHECK(scale < largest, "{}: exp(log_scale) overflows {} (log_scale = {}); give a log_scale below {}", kSiglip,
               dtype_name(x.dtype()), log_scale_value, std::log(largest));
     int64_t N = x.size(0);
 
     Tensor logits = matmul(x.value(), y.value(), Transpose::Second) * scale + bias_value;  // g [N, N]
     NCE_CHECK(every_entry_finite(logits),
-              "{}: the logits exp(log_scale) x_i·y_j + bias overflow {} (log_scale = {}); lower log_scale", kLoss,
+              "{}: the logits exp(log_scale) x_i·y_j + bias overflow {} (log_scale = {}); lower log_scale", kSiglip,
               dtype_name(x.dtype()), log_scale_value);
     Tensor signs = pair_signs(N, logits);                                  // z [N, N]
     Tensor margins = signs * logits;  // z_ij g_ij: positive when the pair is judged right   [N, N]
     Tensor loss = sum(softplus(-margins)) / static_cast<double>(N);      // -log sigmoid(m) = softplus(-m)   []
     Tensor G = -(signs * sigmoid(-margins)) / static_cast<double>(N);    // dL/dg [N, N]
 
-    return Var::from_op(kLoss, std::move(loss), {x, y, log_scale, bias},
+    return Var::from_op(kSiglip, std::move(loss), {x, y, log_scale, bias},
         [xv = x.value(), yv = y.value(), G, scale, log_scale_like = log_scale.detach(),
          bias_like = bias.detach()](const Tensor& dy) -> Grads {
             double factor = dy.item();
@@ -85,7 +85,7 @@ Var siglip(const Var& x, const Var& y, const Var& log_scale, const Var& bias) {
 
 LossDefinition siglip_definition() {
     LossDefinition loss;
-    loss.name = kLoss;
+    loss.name = kSiglip;
     loss.inputs = {{"x", InputKind::Embedding},
                    {"y", InputKind::Embedding},
                    {"log_scale", InputKind::Scalar},

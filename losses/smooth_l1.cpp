@@ -13,7 +13,7 @@ Tensor clamp(const Tensor& x, double low, double high) {
     return binary_scalar(BinaryOp::Maximum, binary_scalar(BinaryOp::Minimum, x, high), low);
 }
 
-void check_inputs(const Var& pred, const Var& target, double beta) {
+void check_smooth_l1_inputs(const Var& pred, const Var& target, double beta) {
     check_matrix(pred, "smooth_l1", "pred");
     check_matrix(target, "smooth_l1", "target");
     check_same_shape(pred, target, "smooth_l1", "pred", "target");
@@ -40,7 +40,7 @@ void check_inputs(const Var& pred, const Var& target, double beta) {
 //   dL/dpred   =  dL/de                     (de/dpred = 1)
 //   dL/dtarget = -dL/de                     (de/dtarget = -1)
 Var smooth_l1(const Var& pred, const Var& target, double beta) {
-    check_inputs(pred, target, beta);
+    check_smooth_l1_inputs(pred, target, beta);
     Tensor error = pred.value() - target.value();                      // e  [N, d]
     Tensor clamped = clamp(error, -beta, beta);                         // c  [N, d]
     Tensor h = square(clamped) * (0.5 / beta) + (abs(error) - abs(clamped));

@@ -9,7 +9,7 @@
 namespace nce::losses {
 namespace {
 
-void check_inputs(const Var& a, const Var& p, const Var& n, double margin) {
+void check_triplet_inputs(const Var& a, const Var& p, const Var& n, double margin) {
     check_matrix(a, "triplet", "a");
     check_matrix(p, "triplet", "p");
     check_matrix(n, "triplet", "n");
@@ -20,13 +20,6 @@ void check_inputs(const Var& a, const Var& p, const Var& n, double margin) {
               dtype_name(p.dtype()), dtype_name(n.dtype()));
     check_min_rows(a.size(0), 1, "triplet", "N (rows of a)");
     NCE_CHECK(margin >= 0 && std::isfinite(margin), "triplet: parameter margin must be >= 0, got {}", margin);
-}
-
-// dL/dh_i = active_i / N, the slope of (1/N) relu(h_i): 1/N where the hinge is active (h_i > 0),
-// 0 where it is not (and at the kink h_i = 0).   hinge: [N] -> [N, 1], ready to scale rows.
-Tensor hinge_slope(const Tensor& hinge) {
-    int64_t N = hinge.size(0);
-    return (step(hinge) / static_cast<double>(N)).reshape({N, 1});
 }
 
 // Triplet, dot metric.     a, p, n: [N, d]
@@ -83,7 +76,7 @@ TripletMetric parse_triplet_metric(const std::string& text) {
 }
 
 Var triplet(const Var& a, const Var& p, const Var& n, double margin, TripletMetric metric) {
-    check_inputs(a, p, n, margin);
+    check_triplet_inputs(a, p, n, margin);
     return metric == TripletMetric::Dot ? triplet_dot(a, p, n, margin) : triplet_euclidean(a, p, n, margin);
 }
 
