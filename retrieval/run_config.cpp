@@ -413,7 +413,7 @@ void validate_run_config(const RunConfig& c) {
     NCE_CHECK(c.batch_size >= 2, "config: batch_size must be at least 2 (in-batch negatives), got {}", c.batch_size);
     NCE_CHECK(c.mini_batch_size >= 0, "config: mini_batch_size must be 0 (off) or positive, got {} (flag "
               "--mini-batch-size)", c.mini_batch_size);
-    NCE_CHECK(c.mini_batch_size == 0 || training_loss(c.loss).grad_cache,
+    NCE_CHECK(c.mini_batch_size == 0 || training_loss(c.loss).grad_cache_loss,
               "config: mini_batch_size (GradCache) works with infonce, infonce_symmetric and matryoshka, not {}; set it "
               "to 0 or change --loss", c.loss);
     NCE_CHECK(c.gemm_precision.empty() || c.gemm_precision == "float32" || c.gemm_precision == "bfloat16",

@@ -88,7 +88,6 @@ std::vector<std::string> as_passages(const nn::EmbeddingModel& model, std::vecto
 // of the whole batch are one list on every process; each embeds its slice of it, and the
 // loss gathers them after every process's positives, as one process stacks [P; negatives].
 Var distributed_batch_loss(const BatchContext& context) {
-    const std::string& loss = context.config.loss;
     nn::EmbeddingModel& model = context.model;
     data::Batch local = context.batch;
     local.rows = distributed::local_slice(context.batch.rows);
@@ -105,20 +104,32 @@ Var distributed_batch_loss(const BatchContext& context) {
                         : context.embed(as_passages(model, std::move(local_negatives)),
                                         context.config.max_passage_length);
     }
-    double tau = context.parameters.number("tau");
-    return loss == "infonce" ? distributed::infonce(q, p, negatives, Var(), tau)
-                             : distributed::infonce_symmetric(q, p, negatives, Var(), tau);
+    return context.loss.distributed_loss(q, p, negatives, context.parameters);
 }
 
-// The losses over (q, p) with in-batch negatives and optional extra negatives [M, d]: infonce,
-// infonce_symmetric (negatives in the q -> p direction), matryoshka (none).
-Var pair_loss(const std::string& loss, const Var& q, const Var& p, const Var& negatives,
-              const losses::LossArguments& parameters) {
-    double tau = parameters.number("tau");
-    if (loss == "infonce") return losses::infonce(q, p, negatives, Var(), tau);
-    if (loss == "infonce_symmetric") return losses::infonce_symmetric(q, p, negatives, Var(), tau);
-    return losses::matryoshka(q, p, Var(), tau, losses::parse_matryoshka_dims(parameters.text("dims")),
+// ---- the in-batch losses on embeddings: q [n, d], p [n, d], negatives [M, d] or undefined ----
+
+Var infonce_pairs(const Var& q, const Var& p, const Var& negatives, const losses::LossArguments& parameters) {
+    return losses::infonce(q, p, negatives, Var(), parameters.number("tau"));
+}
+// The extra negatives count in the q -> p direction.
+Var infonce_symmetric_pairs(const Var& q, const Var& p, const Var& negatives, const losses::LossArguments& parameters) {
+    return losses::infonce_symmetric(q, p, negatives, Var(), parameters.number("tau"));
+}
+// matryoshka takes no extra negatives: its callers pass none.
+Var matryoshka_pairs(const Var& q, const Var& p, const Var&, const losses::LossArguments& parameters) {
+    return losses::matryoshka(q, p, Var(), parameters.number("tau"),
+                              losses::parse_matryoshka_dims(parameters.text("dims")),
                               losses::parse_matryoshka_weights(parameters.text("weights")));
+}
+// Under mpirun: each process's rows, the other processes' gathered as negatives.
+Var distributed_infonce_pairs(const Var& q, const Var& p, const Var& negatives,
+                              const losses::LossArguments& parameters) {
+    return distributed::infonce(q, p, negatives, Var(), parameters.number("tau"));
+}
+Var distributed_infonce_symmetric_pairs(const Var& q, const Var& p, const Var& negatives,
+                                        const losses::LossArguments& parameters) {
+    return distributed::infonce_symmetric(q, p, negatives, Var(), parameters.number("tau"));
 }
 
 // GradCache (nn/grad_cache.h): the batch's pair loss, its exact gradient accumulated into the
@@ -134,55 +145,94 @@ double grad_cache_batch(const BatchContext& context) {
     nn::PairBatch pairs{queries.ids.to(device), queries.mask.to(device), passages.ids.to(device),
                         passages.mask.to(device)};
     nn::EmbeddingLoss loss = [&](const Var& q, const Var& p, const Var&) {
-        return pair_loss(config.loss, q, p, Var(), context.parameters);
+        return context.loss.grad_cache_loss(q, p, Var(), context.parameters);
     };
     return nn::grad_cache_step(model, model, pairs, loss, config.mini_batch_size, context.generator);
 }
 
 // ---- each loss's batch: what it embeds and which labels it reads ----
 
-// q [B, d], p [B, d] and the data's hard negatives [M, d] (none for matryoshka).
+// q [B, d], p [B, d] and the data's hard negatives [M, d] (undefined when it marks none).
 Var in_batch_loss(const BatchContext& context) {
     std::vector<std::string> negative_texts =
-        context.config.loss == "matryoshka"
-            ? std::vector<std::string>{}
-            : batch_hard_negative_texts(context.batch, context.train, context.hard_negatives);
+        batch_hard_negative_texts(context.batch, context.train, context.hard_negatives);
     Var negatives = negative_texts.empty() ? Var()
                                            : context.embed(as_passages(context.model, std::move(negative_texts)),
                                                            context.config.max_passage_length);
-    return pair_loss(context.config.loss, context.queries(), context.passages(), negatives, context.parameters);
+    return context.loss.grad_cache_loss(context.queries(), context.passages(), negatives, context.parameters);
+}
+
+// q [B, d], p [B, d]: in-batch negatives only.
+Var matryoshka_loss(const BatchContext& context) {
+    return matryoshka_pairs(context.queries(), context.passages(), Var(), context.parameters);
 }
 
 // q [B, d], p [B, d], qid [B]: rows of one query are each other's positives.
-Var grouped_loss(const BatchContext& context) {
+struct GroupedRows {
+    Var q, p;
+    Tensor qid;
+};
+GroupedRows grouped_rows(const BatchContext& context) {
     Var q = context.queries(), p = context.passages();
-    Tensor qid = beside(q, data::qid_tensor(context.batch));
+    return {q, p, beside(q, data::qid_tensor(context.batch))};
+}
+
+Var multi_positive_loss(const BatchContext& context) {
+    GroupedRows rows = grouped_rows(context);
+    return losses::multi_positive(rows.q, rows.p, rows.qid, Var(), context.parameters.number("tau"));
+}
+
+Var hard_negative_infonce_loss(const BatchContext& context) {
+    GroupedRows rows = grouped_rows(context);
+    return losses::hard_negative_infonce(rows.q, rows.p, rows.qid, Var(), context.parameters.number("tau"),
+                                         context.parameters.number("weight"));
+}
+
+// rank [B] and score [B] from the rows (a pairs file's rank and score columns).
+Var rank_infonce_loss(const BatchContext& context) {
+    GroupedRows rows = grouped_rows(context);
     const losses::LossArguments& parameters = context.parameters;
-    if (context.config.loss == "multi_positive")
-        return losses::multi_positive(q, p, qid, Var(), parameters.number("tau"));
-    if (context.config.loss == "hard_negative_infonce")
-        return losses::hard_negative_infonce(q, p, qid, Var(), parameters.number("tau"), parameters.number("weight"));
     losses::RankInfonceOptions options;
     options.tau = parameters.number("tau");
     options.rank_weight = parameters.number("rank_weight");
     options.score_weight = parameters.number("score_weight");
     options.use_ranks = parameters.number("use_ranks") != 0;
     options.use_scores = parameters.number("use_scores") != 0;
-    return losses::rank_infonce(q, p, qid, beside(q, data::rank_tensor(context.batch)),
-                                beside(q, data::score_tensor(context.batch, Dtype::Float32)), Var(), options);
+    return losses::rank_infonce(rows.q, rows.p, rows.qid, beside(rows.q, data::rank_tensor(context.batch)),
+                                beside(rows.q, data::score_tensor(context.batch, Dtype::Float32)), Var(), options);
 }
 
 // One pair per row: the query and one of its passages, labelled by the row's score (a pairs
-// file's score column; its negatives score 0).
-Var labelled_pair_loss(const BatchContext& context) {
+// file's score column; its negatives score 0).   q [B, d], p [B, d], label [B]
+struct LabelledPairs {
+    Var q, p;
+    Tensor label;
+};
+LabelledPairs labelled_pairs(const BatchContext& context) {
     Var q = context.queries(), p = context.passages();
-    Tensor label = beside(q, data::score_tensor(context.batch, Dtype::Float32));
-    if (context.config.loss == "cosent") return losses::cosent(q, p, label, context.parameters.number("scale"));
+    return {q, p, beside(q, data::score_tensor(context.batch, Dtype::Float32))};
+}
+
+Var cosent_loss(const BatchContext& context) {
+    LabelledPairs pairs = labelled_pairs(context);
+    return losses::cosent(pairs.q, pairs.p, pairs.label, context.parameters.number("scale"));
+}
+
+// cosent ranks pairs by their scores: with one score for all it has nothing to learn.
+void check_scores_differ(const data::RetrievalDataset& train) {
+    std::set<double> scores;
+    for (const data::Relevance& entry : train.relevance) scores.insert(entry.score);
+    NCE_CHECK(scores.size() >= 2, "training: loss cosent learns from pairs scored differently, but every training "
+              "pair of {} has the same score; give a score column or negative columns, or use infonce", train.name);
+}
+
+Var contrastive_loss(const BatchContext& context) {
     for (const data::BatchRow& row : context.batch.rows)
         NCE_CHECK(row.score >= 0 && row.score <= 1, "training: loss contrastive needs labels in [0, 1] (1 = similar), "
                   "got score {} for query '{}'; rescale the score column or use cosent", row.score,
                   context.train.queries[static_cast<size_t>(row.query)].id);
-    return losses::contrastive(q, p, label, context.parameters.number("margin"),
+    LabelledPairs pairs = labelled_pairs(context);
+    return losses::contrastive(pairs.q, pairs.p, pairs.label, context.parameters.number("margin"),
                                losses::parse_contrastive_metric(context.parameters.text("metric")));
 }
 
@@ -242,17 +292,17 @@ nn::TrainerOptions trainer_options(const RunConfig& config, const RunFiles& file
 const std::vector<TrainingLoss>& training_losses() {
     using Strategy = data::BatchStrategy;
     static const std::vector<TrainingLoss> table = {
-        // name                    batches                       rows  GradCache  mpirun  the batch's loss
-        {"infonce",               Strategy::InfoNce,             2,    true,      true,   in_batch_loss},
-        {"infonce_symmetric",     Strategy::InfoNce,             2,    true,      true,   in_batch_loss},
-        {"multi_positive",        Strategy::MultiplePositives,   2,    false,     false,  grouped_loss},
-        {"rank_infonce",          Strategy::MultiplePositives,   2,    false,     false,  grouped_loss},
-        {"hard_negative_infonce", Strategy::HardNegative,        2,    false,     false,  grouped_loss},
-        {"triplet",               Strategy::Triplet,             1,    false,     false,  triplet_loss},
-        {"listwise",              Strategy::Listwise,            1,    false,     false,  listwise_loss},
-        {"cosent",                Strategy::HardNegative,        2,    false,     false,  labelled_pair_loss},
-        {"contrastive",           Strategy::HardNegative,        2,    false,     false,  labelled_pair_loss},
-        {"matryoshka",            Strategy::InfoNce,             2,    true,      false,  in_batch_loss},
+        // name                  batches                      rows  the batch's loss            GradCache                mpirun                               data check
+        {"infonce",               Strategy::InfoNce,           2,    in_batch_loss,              infonce_pairs,           distributed_infonce_pairs,           nullptr},
+        {"infonce_symmetric",     Strategy::InfoNce,           2,    in_batch_loss,              infonce_symmetric_pairs, distributed_infonce_symmetric_pairs, nullptr},
+        {"multi_positive",        Strategy::MultiplePositives, 2,    multi_positive_loss,        nullptr,                 nullptr,                             nullptr},
+        {"rank_infonce",          Strategy::MultiplePositives, 2,    rank_infonce_loss,          nullptr,                 nullptr,                             nullptr},
+        {"hard_negative_infonce", Strategy::HardNegative,      2,    hard_negative_infonce_loss, nullptr,                 nullptr,                             nullptr},
+        {"triplet",               Strategy::Triplet,           1,    triplet_loss,               nullptr,                 nullptr,                             nullptr},
+        {"listwise",              Strategy::Listwise,          1,    listwise_loss,              nullptr,                 nullptr,                             nullptr},
+        {"cosent",                Strategy::HardNegative,      2,    cosent_loss,                nullptr,                 nullptr,                             check_scores_differ},
+        {"contrastive",           Strategy::HardNegative,      2,    contrastive_loss,           nullptr,                 nullptr,                             nullptr},
+        {"matryoshka",            Strategy::InfoNce,           2,    matryoshka_loss,            matryoshka_pairs,        nullptr,                             nullptr},
     };
     return table;
 }
@@ -295,20 +345,14 @@ TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokeniz
     const bool marks_hard_negatives =
         std::any_of(hard_negatives.begin(), hard_negatives.end(), [](const auto& list) { return !list.empty(); });
     const bool several_processes = distributed::world().size() > 1;
-    NCE_CHECK(!several_processes || loss.distributed, "training: loss {} does not run on several processes; use "
+    NCE_CHECK(!several_processes || loss.distributed_loss, "training: loss {} does not run on several processes; use "
               "infonce or infonce_symmetric, or run one process", config.loss);
     NCE_CHECK(!several_processes || config.mini_batch_size == 0, "training: --mini-batch-size (GradCache) runs on one "
               "process; under mpirun each process already embeds only its slice of the batch: drop it");
     NCE_CHECK(config.mini_batch_size == 0 || !marks_hard_negatives, "training: --mini-batch-size (GradCache) caches "
               "queries and positives only, and the data marks hard negatives; drop --mini-batch-size or the negative "
               "columns");
-    if (config.loss == "cosent") {
-        // cosent ranks pairs by their scores: with one score for all it has nothing to learn.
-        std::set<double> scores;
-        for (const data::Relevance& entry : train.relevance) scores.insert(entry.score);
-        NCE_CHECK(scores.size() >= 2, "training: loss cosent learns from pairs scored differently, but every training "
-                  "pair of {} has the same score; give a score column or negative columns, or use infonce", train.name);
-    }
+    if (loss.check_data) loss.check_data(train);
     TrainingReport report;
     // Counted as the model reads them, prompts included.
     std::vector<std::string> train_queries = as_queries(model, query_texts_of(train)),
@@ -341,7 +385,7 @@ TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokeniz
             NCE_CHECK(!batches.empty(), "training: epoch {} has no usable batch", planned_epoch);
         }
         const data::Batch& batch = batches[static_cast<size_t>(position.batch_index) % batches.size()];
-        const BatchContext context{model, tokenizer, batch, train, hard_negatives, config, parameters, generator};
+        const BatchContext context{loss, model, tokenizer, batch, train, hard_negatives, config, parameters, generator};
         const int64_t rows = static_cast<int64_t>(batch.rows.size());
         if (config.mini_batch_size > 0) return nn::BatchLoss::gradients_ready(grad_cache_batch(context), rows);
         Var value = distributed::world().size() > 1 ? distributed_batch_loss(context) : loss.batch_loss(context);

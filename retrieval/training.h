@@ -45,8 +45,11 @@
 
 namespace nce::retrieval {
 
+struct TrainingLoss;
+
 // What a batch's loss is computed from.
 struct BatchContext {
+    const TrainingLoss& loss;  // the run's row of training_losses()
     nn::EmbeddingModel& model;
     const data::Tokenizer& tokenizer;
     const data::Batch& batch;
@@ -61,16 +64,22 @@ struct BatchContext {
     Var passages() const;  // [B, d]: each row's passage, after the model's passage prompt
 };
 
+// The in-batch losses on embeddings gathered by the caller: q [n, d], p [n, d], extra
+// negatives [M, d] (undefined: none) -> the loss.
+using PairLoss = Var (*)(const Var& q, const Var& p, const Var& negatives, const losses::LossArguments& parameters);
+
 // One row per loss that can train a model: how its batches are drawn (data/batching.h), the
-// fewest rows a batch needs, whether it runs through GradCache (--mini-batch-size) and under
-// mpirun, and its batch's loss. Parameters come from the loss registry (losses/loss.h).
+// fewest rows a batch needs, its batch's loss, and the forms GradCache (--mini-batch-size) and
+// mpirun call (null: the loss does not run that way). Parameters come from the loss registry
+// (losses/loss.h).
 struct TrainingLoss {
     const char* name;
     data::BatchStrategy strategy;
     size_t minimum_rows;
-    bool grad_cache;
-    bool distributed;
     Var (*batch_loss)(const BatchContext& context);
+    PairLoss grad_cache_loss;   // on one process, the batch embedded mini_batch_size rows at a time
+    PairLoss distributed_loss;  // under mpirun, each process's slice of the batch
+    void (*check_data)(const data::RetrievalDataset& train);  // what the loss needs of the data, or null
 };
 
 // The run's AdamW (learning rate, weight decay) and trainer settings (budget, seed, schedule,

@@ -246,3 +246,57 @@ TEST_CASE("training: the prompts are text written before every query and passage
         CHECK(by_prompt != unprompted);
     }
 }
+
+TEST_CASE("training table: each row computes the loss it is named after, in every form it offers") {
+    // Four queries with three scored answers each and one marked negative: data every loss can
+    // draw its batches from (groups, ranks, scores in [0, 1] that differ, negatives).
+    data::RetrievalDataset train;
+    train.name = "fruits";
+    const Names fruits{"apple", "banana", "grape", "lime"};
+    for (size_t q = 0; q < fruits.size(); ++q) {
+        train.queries.push_back({fruits[q], "which " + fruits[q] + " tastes best?", fruits[q]});
+        for (int64_t k = 0; k < 4; ++k) {
+            data::Relevance entry;
+            entry.query = static_cast<int64_t>(q);
+            entry.passage = static_cast<int64_t>(train.passages.size());
+            entry.rank = k;
+            entry.score = k < 3 ? 0.9 - 0.4 * static_cast<double>(k) : 0.0;
+            entry.hard_negative = k == 3;
+            train.relevance.push_back(entry);
+            train.passages.push_back({fmt::format("{}-{}", fruits[q], k), fmt::format("answer {} on the {}: sweet, juicy, ripe or sour", k, fruits[q]),
+                                     fruits[q]});
+        }
+    }
+    ScratchFolder folder("table");
+    retrieval::RunConfig config = tiny_run(folder, 1);
+    data::Tokenizer tokenizer = small_tokenizer(train, folder);
+    std::unique_ptr<nn::EmbeddingModel> model = retrieval::make_text_encoder(config, tokenizer.vocab_size());
+    Generator generator(3);
+    std::vector<std::vector<int64_t>> hard_negatives(train.queries.size());
+    for (const data::Relevance& entry : train.relevance)
+        if (entry.hard_negative) hard_negatives[static_cast<size_t>(entry.query)].push_back(entry.passage);
+
+    for (const retrieval::TrainingLoss& loss : retrieval::training_losses()) {
+        const std::string name = loss.name;
+        CAPTURE(name);
+        config.loss = name;
+        const losses::LossArguments parameters = losses::make_parameters(losses::find_loss(name), {});
+        data::BatchOptions options;
+        options.strategy = loss.strategy;
+        options.batch_size = 16;
+        data::BatchPlan plan = data::make_batches(train, options);
+        REQUIRE(!plan.batches.empty());
+        REQUIRE(plan.batches.front().rows.size() >= loss.minimum_rows);
+        const retrieval::BatchContext context{loss,   *model, tokenizer,  plan.batches.front(), train, hard_negatives,
+                                              config, parameters, generator};
+        if (loss.check_data) CHECK_NOTHROW(loss.check_data(train));
+        Var value = loss.batch_loss(context);
+        REQUIRE(value.requires_grad());
+        CHECK(value.node()->op == name);
+        CHECK(std::isfinite(value.value().item()));
+        Var q = Var::parameter(generator.normal({4, config.d_model}, Dtype::Float32));
+        Var p = Var::parameter(generator.normal({4, config.d_model}, Dtype::Float32));
+        if (loss.grad_cache_loss) CHECK(loss.grad_cache_loss(q, p, Var(), parameters).node()->op == name);
+        if (loss.distributed_loss) CHECK(std::isfinite(loss.distributed_loss(q, p, Var(), parameters).value().item()));
+    }
+}
