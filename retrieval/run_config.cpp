@@ -129,9 +129,8 @@ const std::vector<Setting>& settings() {
         {"passage_prompt", "Model", &RunConfig::passage_prompt, {},
          "text written before every passage the model reads, e.g. \"passage: \" (its tokens count "
          "towards --max-passage-length); saved in the model, applied by index"},
-        {"loss", "Training", &RunConfig::loss, {},
-         "training loss: infonce, infonce_symmetric, multi_positive, rank_infonce, hard_negative_infonce, "
-         "triplet, listwise, cosent, contrastive, matryoshka"},
+        {"loss", "Training", &RunConfig::loss, training_loss_names(),
+         "training loss (retrieval/training.h: the batches each draws; its parameters: nce loss --list)"},
         {"loss_parameters", "Training", &RunConfig::loss_parameters, {}, nullptr},
         {"triplet_negatives", "Training", &RunConfig::triplet_negatives, {"hard_negative", "in_batch", "mixed"},
          "triplet's negatives: hard_negative, in_batch, mixed"},
