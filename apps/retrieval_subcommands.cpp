@@ -106,8 +106,8 @@ CLI::App* add_retrieval_subcommands(CLI::App& parent, const RetrievalApp& app, i
     auto eval_versus = std::make_shared<std::string>();
     evaluate->add_option("--checkpoint", *eval_checkpoint, "model checkpoint, or a sentence-transformers or Hugging "
                          "Face model folder (default: <output>/model.safetensors)");
-    evaluate->add_option("--versus", *eval_versus, "a second model (checkpoint or folder, the same tokenizer) scored "
-                         "beside it on the same queries, with the paired test of the two");
+    evaluate->add_option("--versus", *eval_versus, "a second model (checkpoint or folder; it reads with its own "
+                         "tokenizer) scored beside it on the same queries, with the paired test of the two");
     evaluate->callback([app, evaluate, eval_options, eval_checkpoint, eval_versus, &exit_code] {
         RunConfig config = eval_options(true, false, *eval_checkpoint);
         run_eval(app, config, *eval_checkpoint, prompts_given(*evaluate, config), *eval_versus);

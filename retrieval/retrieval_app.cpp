@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "retrieval/device_name.h"
@@ -398,15 +399,16 @@ RunOutcome run_eval(const RetrievalApp& app, const RunConfig& config, const std:
     data::Tokenizer tokenizer =
         is_model_folder(checkpoint) ? data::Tokenizer::load(checkpoint) : tokenizer_for(checkpoint, files);
     check_tokenizer_matches(tokenizer, *model, checkpoint);
-    // --versus: a second model, scored on the same queries with the same tokenizer (two
-    // fine-tunings of one pretrained model share it), and the paired test of the two.
+    // --versus: a second model, scored on the same test queries and passages, and the paired
+    // test of the two. It reads with its own tokenizer (a folder's, or the one beside its
+    // checkpoint), at the run's lengths within its own max_len: a fine-tuned pretrained model
+    // against one trained from scratch, or two fine-tunings.
     std::unique_ptr<nn::EmbeddingModel> other;
+    std::optional<data::Tokenizer> other_tokenizer;
     if (!versus.empty()) {
         other = to_run_device(load_evaluated_model(versus, config), config);
-        NCE_CHECK(other->config().vocab_size == model->config().vocab_size,
-                  "--versus {}: its vocabulary ({}) is not that of {} ({}); compare two models that read with one "
-                  "tokenizer (two fine-tunings of one pretrained model)",
-                  versus, other->config().vocab_size, checkpoint, model->config().vocab_size);
+        other_tokenizer = is_model_folder(versus) ? data::Tokenizer::load(versus) : tokenizer_for(versus, files);
+        check_tokenizer_matches(*other_tokenizer, *other, versus);
     }
     RunConfig fitted = fitted_to(config, *model);
     data::RetrievalDataset dataset = load_checked(app, fitted);
@@ -436,8 +438,8 @@ RunOutcome run_eval(const RetrievalApp& app, const RunConfig& config, const std:
     std::string versus_line;
     if (other) {
         const std::string other_row = "versus " + versus;
-        RunOutcome other_outcome = evaluate_on_split(app, fitted, tokenizer, nullptr, "", *other, other_row,
-                                                     splits.validation, splits.test);
+        RunOutcome other_outcome = evaluate_on_split(app, fitted_to(config, *other), *other_tokenizer, nullptr, "",
+                                                     *other, other_row, splits.validation, splits.test);
         outcome.table.rows.push_back(other_outcome.table.row(other_row));  // marked against the same BM25
         const std::string& metric = app.tested_metric;
         eval::PairedBootstrapTest test =

@@ -148,9 +148,15 @@ expect_in "$stdout" "^pretrained, fine-tuned minus versus $scratch/epoch/sentenc
 expect_in "$scratch/versus/results.json" '"versus"' "results.json keeps the paired test"
 run train --train "$scratch/train.jsonl" --no-pretrain --max-steps 1 --batch-size 8 --output "$scratch/scratch"
 expect_exit_zero "a model trained from scratch, to compare with"
+run train eval --train "$scratch/train.jsonl" --output "$scratch/versus_scratch" \
+    --checkpoint "$scratch/run/model.safetensors" --versus "$scratch/scratch/model.safetensors"
+expect_exit_zero "train eval --versus a model trained from scratch (its own tokenizer)"
+expect_in "$stdout" "^pretrained, fine-tuned minus versus $scratch/scratch/model.safetensors on mrr@10: " \
+    "a fine-tuned model is tested against one trained from scratch"
+mkdir -p "$scratch/lone" && cp "$scratch/scratch/model.safetensors" "$scratch/lone/"
 run train eval --train "$scratch/train.jsonl" --output "$scratch/versus_bad" --checkpoint "$scratch/run/model.safetensors" \
-    --versus "$scratch/scratch/model.safetensors"
-expect_one_line_error "--versus" "$scratch/versus_bad/results.json" "--versus a model of another vocabulary"
+    --versus "$scratch/lone/model.safetensors"
+expect_one_line_error "tokenizer" "$scratch/versus_bad/results.json" "--versus a checkpoint whose tokenizer is not beside it"
 
 if [[ $failures -gt 0 ]]; then
     echo "$failures check(s) failed"
