@@ -5,11 +5,16 @@
 #include <fmt/ranges.h>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+
+#include "engine/message_text.h"
 
 namespace nce {
 
+// The message is kept as one line whatever it quotes: control bytes from a file name, a tensor
+// name or a CSV field are escaped and a message longer than 4 KiB is cut (engine/message_text.h).
 struct Error : std::runtime_error {
-    using std::runtime_error::runtime_error;
+    explicit Error(std::string_view message) : std::runtime_error(one_line_message(message)) {}
 };
 
 template <typename... Args>

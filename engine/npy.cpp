@@ -175,6 +175,8 @@ private:
                 ++position_;
             }
             shape.push_back(size);
+            // NumPy writes at most 64 axes (NPY_MAXDIMS); more is no array a tool wrote.
+            if (shape.size() > 64) bad_shape("more than 64 axes, the most NumPy writes");
             trailing_comma = accept(',');
             if (!trailing_comma) {
                 if (!accept(')')) bad_shape("expected ',' or ')'");

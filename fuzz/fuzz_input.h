@@ -39,8 +39,9 @@ inline std::string_view input_text(const uint8_t* data, size_t size) {
     return {reinterpret_cast<const char*>(data), size};
 }
 
-// The message of the last refusal, "" when the last read succeeded (the replay prints it).
-inline std::string& last_refusal() {
+// The first refusal since the replay cleared it (before each input), "" when every read
+// succeeded: a target that reads strictly, then leniently, reports the strict refusal.
+inline std::string& first_refusal() {
     static std::string message;
     return message;
 }
@@ -50,9 +51,8 @@ template <typename Read>
 int refuse_or_read(Read&& read) {
     try {
         read();
-        last_refusal().clear();
     } catch (const nce::Error& error) {
-        last_refusal() = error.what();
+        if (first_refusal().empty()) first_refusal() = error.what();
     }
     return 0;
 }

@@ -52,8 +52,9 @@ int main(int argc, char** argv) {
         std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
         std::printf("replay: %s (%zu bytes) ... ", input.c_str(), bytes.size());
         std::fflush(stdout);  // a finding aborts below: the input's name is already out
+        nce::fuzz::first_refusal().clear();
         LLVMFuzzerTestOneInput(bytes.data(), bytes.size());
-        const std::string& refusal = nce::fuzz::last_refusal();
+        const std::string& refusal = nce::fuzz::first_refusal();
         std::printf("%s%s\n", refusal.empty() ? "read" : "refused: ", refusal.c_str());
         if (refusal.empty() && input.filename().string().rfind("refused-", 0) == 0) {
             std::printf("replay: FINDING: %s was read; its name says it must be refused\n", input.c_str());

@@ -45,16 +45,16 @@ Dtype dtype_from_name(const std::string& name, const std::string& path, const st
     if (name == "F64") return Dtype::Float64;
     if (name == "I64") return Dtype::Int64;
     if (name == "BF16" || name == "F16")
-        fail("read_safetensors: '{}': tensor '{}' has dtype {}, which nce does not read; save it as F32 (in PyTorch: "
+        fail("read_safetensors: '{}': tensor {} has dtype {}, which nce does not read; save it as F32 (in PyTorch: "
              "tensor.float())",
-             path, tensor, name);
+             path, quoted_for_message(tensor), name);
     static const std::set<std::string> other_known = {"BOOL", "U8", "I8", "I16", "U16", "I32", "U32", "U64",
                                                       "F8_E4M3", "F8_E5M2"};
     if (other_known.count(name))
-        fail("read_safetensors: '{}': tensor '{}' has dtype {}, which nce does not read; nce reads F32, F64 and I64", path,
-             tensor, name);
-    fail("read_safetensors: '{}': tensor '{}' has unknown dtype \"{}\" (nce reads F32, F64 and I64)", path, tensor,
-         name);
+        fail("read_safetensors: '{}': tensor {} has dtype {}, which nce does not read; nce reads F32, F64 and I64", path,
+             quoted_for_message(tensor), name);
+    fail("read_safetensors: '{}': tensor {} has unknown dtype {} (nce reads F32, F64 and I64)", path,
+         quoted_for_message(tensor), quoted_for_message(name, 40));
 }
 
 // ---- the header ----
@@ -124,7 +124,7 @@ Json parse_header(const std::string& text, const std::string& path) {
               header.type_name());
     RepeatedKeyFinder finder;
     Json::sax_parse(text, &finder);
-    NCE_CHECK(finder.repeated.empty(), "read_safetensors: '{}': the header names '{}' twice", path, finder.repeated);
+    NCE_CHECK(finder.repeated.empty(), "read_safetensors: '{}': the header names {} twice", path, quoted_for_message(finder.repeated));
     return header;
 }
 
@@ -133,8 +133,8 @@ std::map<std::string, std::string> read_metadata(const Json& value, const std::s
               kMetadataKey, value.type_name());
     std::map<std::string, std::string> metadata;
     for (const auto& [key, item] : value.items()) {
-        NCE_CHECK(item.is_string(), "read_safetensors: '{}': {} key '{}' must map to a string, found a {}", path,
-                  kMetadataKey, key, item.type_name());
+        NCE_CHECK(item.is_string(), "read_safetensors: '{}': {} key {} must map to a string, found a {}", path,
+                  kMetadataKey, quoted_for_message(key), item.type_name());
         metadata[key] = item.get<std::string>();
     }
     return metadata;
@@ -143,31 +143,32 @@ std::map<std::string, std::string> read_metadata(const Json& value, const std::s
 // Checks one tensor's entry: dtype, shape, and a byte range inside the data of exactly
 // dtype size · element count bytes.
 Entry read_entry(const std::string& name, const Json& value, uint64_t data_bytes, const std::string& path) {
+    const std::string shown = quoted_for_message(name);  // the name as a message shows it
     NCE_CHECK(value.is_object(),
-              "read_safetensors: '{}': tensor '{}' must be an object with dtype, shape and data_offsets, found a {}",
-              path, name, value.type_name());
+              "read_safetensors: '{}': tensor {} must be an object with dtype, shape and data_offsets, found a {}",
+              path, shown, value.type_name());
     for (const char* key : {"dtype", "shape", "data_offsets"})
-        NCE_CHECK(value.contains(key), "read_safetensors: '{}': tensor '{}' has no \"{}\"", path, name, key);
+        NCE_CHECK(value.contains(key), "read_safetensors: '{}': tensor {} has no \"{}\"", path, shown, key);
     Entry entry;
     entry.name = name;
 
     const Json& dtype = value["dtype"];
-    NCE_CHECK(dtype.is_string(), "read_safetensors: '{}': tensor '{}': dtype must be a string like \"F32\", found {}",
-              path, name, dtype.dump());
+    NCE_CHECK(dtype.is_string(), "read_safetensors: '{}': tensor {}: dtype must be a string like \"F32\", found {}",
+              path, shown, dtype.dump());
     entry.dtype = dtype_from_name(dtype.get<std::string>(), path, name);
 
     const Json& shape = value["shape"];
-    NCE_CHECK(shape.is_array(), "read_safetensors: '{}': tensor '{}': shape must be a list of sizes, found {}", path,
-              name, shape.dump());
+    NCE_CHECK(shape.is_array(), "read_safetensors: '{}': tensor {}: shape must be a list of sizes, found {}", path,
+              shown, shape.dump());
     // The product of the non-zero sizes must fit too: an empty tensor's strides multiply
     // every size after its 0, and [0, 2^62, 2^62] would overflow them.
     uint64_t element_count = 1, nonzero_product = 1;
     for (const Json& size : shape) {
-        NCE_CHECK(is_count(size), "read_safetensors: '{}': tensor '{}': shape {} has a size that is not a non-negative "
-                  "integer", path, name, shape.dump());
+        NCE_CHECK(is_count(size), "read_safetensors: '{}': tensor {}: shape {} has a size that is not a non-negative "
+                  "integer", path, shown, shape.dump());
         uint64_t extent = size.get<uint64_t>();
         NCE_CHECK(extent == 0 || nonzero_product <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / 8 / extent,
-                  "read_safetensors: '{}': tensor '{}': shape {} is too large", path, name, shape.dump());
+                  "read_safetensors: '{}': tensor {}: shape {} is too large", path, shown, shape.dump());
         element_count *= extent;
         if (extent != 0) nonzero_product *= extent;
         entry.shape.push_back(static_cast<int64_t>(extent));
@@ -175,21 +176,21 @@ Entry read_entry(const std::string& name, const Json& value, uint64_t data_bytes
 
     const Json& offsets = value["data_offsets"];
     NCE_CHECK(offsets.is_array() && offsets.size() == 2 && is_count(offsets[0]) && is_count(offsets[1]),
-              "read_safetensors: '{}': tensor '{}': data_offsets must be [begin, end] with non-negative integers, "
+              "read_safetensors: '{}': tensor {}: data_offsets must be [begin, end] with non-negative integers, "
               "found {}",
-              path, name, offsets.dump());
+              path, shown, offsets.dump());
     entry.begin = offsets[0].get<uint64_t>();
     entry.end = offsets[1].get<uint64_t>();
-    NCE_CHECK(entry.begin <= entry.end, "read_safetensors: '{}': tensor '{}': data_offsets [{}, {}] end before they begin",
-              path, name, entry.begin, entry.end);
+    NCE_CHECK(entry.begin <= entry.end, "read_safetensors: '{}': tensor {}: data_offsets [{}, {}] end before they begin",
+              path, shown, entry.begin, entry.end);
     NCE_CHECK(entry.end <= data_bytes,
-              "read_safetensors: '{}': tensor '{}': data_offsets [{}, {}] run past the {} data bytes of the file "
+              "read_safetensors: '{}': tensor {}: data_offsets [{}, {}] run past the {} data bytes of the file "
               "(is it truncated?)",
-              path, name, entry.begin, entry.end, data_bytes);
+              path, shown, entry.begin, entry.end, data_bytes);
     uint64_t expected = element_count * dtype_size(entry.dtype);
     NCE_CHECK(entry.end - entry.begin == expected,
-              "read_safetensors: '{}': tensor '{}': shape {} {} needs {} bytes, data_offsets [{}, {}] give {}", path,
-              name, shape_string(entry.shape), dtype.get<std::string>(), expected, entry.begin, entry.end,
+              "read_safetensors: '{}': tensor {}: shape {} {} needs {} bytes, data_offsets [{}, {}] give {}", path,
+              shown, shape_string(entry.shape), dtype.get<std::string>(), expected, entry.begin, entry.end,
               entry.end - entry.begin);
     return entry;
 }
@@ -203,12 +204,13 @@ void check_ranges_tile_the_data(std::vector<Entry>& entries, uint64_t data_bytes
     const Entry* previous = nullptr;
     for (const Entry& entry : entries) {
         NCE_CHECK(entry.begin >= covered,
-                  "read_safetensors: '{}': tensor '{}' (bytes [{}, {})) overlaps tensor '{}' (bytes [{}, {}))", path,
-                  entry.name, entry.begin, entry.end, previous ? previous->name : "", previous ? previous->begin : 0,
+                  "read_safetensors: '{}': tensor {} (bytes [{}, {})) overlaps tensor {} (bytes [{}, {}))", path,
+                  quoted_for_message(entry.name), entry.begin, entry.end, quoted_for_message(previous ? previous->name : ""),
+                  previous ? previous->begin : 0,
                   covered);
         NCE_CHECK(entry.begin == covered,
-                  "read_safetensors: '{}': data bytes [{}, {}) before tensor '{}' belong to no tensor", path, covered,
-                  entry.begin, entry.name);
+                  "read_safetensors: '{}': data bytes [{}, {}) before tensor {} belong to no tensor", path, covered,
+                  entry.begin, quoted_for_message(entry.name));
         if (entry.end > covered) {
             previous = &entry;
             covered = entry.end;
@@ -316,8 +318,8 @@ SafetensorsFile read_safetensors(const std::string& path) {
         Tensor tensor = Tensor::empty(entry.shape, entry.dtype);
         file.seekg(static_cast<std::streamoff>(data_start + entry.begin));
         NCE_CHECK(file.read(static_cast<char*>(tensor.raw_data()), static_cast<std::streamsize>(tensor.nbytes())),
-                  "read_safetensors: '{}': reading the {} bytes of tensor '{}' failed", path, tensor.nbytes(),
-                  entry.name);
+                  "read_safetensors: '{}': reading the {} bytes of tensor {} failed", path, tensor.nbytes(),
+                  quoted_for_message(entry.name));
         result.tensors.emplace(entry.name, std::move(tensor));
     }
     return result;

@@ -44,7 +44,10 @@ std::string shortened(const std::string& text, int64_t limit) {
 // is tokenized in blocks of about kBlockBytes, each cut just before a whitespace byte, where no
 // piece of a SentencePiece, WordPiece or byte-level BPE tokenizer runs across: the pieces are
 // those of the whole text, while the tokenizer's working memory is that of one block (a
-// 48 MB line read at once took 12 GB).
+// 48 MB line read at once took 12 GB). A block with no whitespace in twice its size is cut at
+// a character boundary instead: a run of characters the model does not know is one piece
+// whose cost grows with the square of its length inside SentencePiece (1 MB of CJK
+// ideographs without a space took 5 minutes), so no run longer than a block reaches it.
 struct PieceBytes {
     std::vector<int64_t> begin, end;
 };
@@ -55,7 +58,13 @@ PieceBytes text_piece_bytes(const data::Tokenizer& tokenizer, const std::string&
     PieceBytes bytes;
     for (size_t start = 0; start < text.size();) {
         size_t stop = text.size();
-        if (stop - start > kBlockBytes) stop = std::min(stop, text.find_first_of(" \t\n\r", start + kBlockBytes));
+        if (stop - start > kBlockBytes) {
+            stop = std::min(stop, text.find_first_of(" \t\n\r", start + kBlockBytes));
+            if (stop - start > 2 * kBlockBytes) {
+                stop = start + kBlockBytes;
+                while ((static_cast<unsigned char>(text[stop]) & 0xC0) == 0x80) --stop;  // not inside a UTF-8 character
+            }
+        }
         data::Tokenizer::PiecesWithOffsets pieces = tokenizer.encode_with_offsets(text.substr(start, stop - start));
         const int64_t own_end = static_cast<int64_t>(pieces.ids.size()) - specials.after;
         for (int64_t i = specials.before; i < own_end; ++i) {

@@ -193,7 +193,7 @@ TEST_CASE("safetensors: each malformed file is a one-line error naming the file 
         {"no data_offsets", safetensors_bytes(header_with(R"({"dtype":"F32","shape":[8]})"), eight_floats),
          {"bad.safetensors", "'w'", "data_offsets"}},
         {"unknown dtype", safetensors_bytes(header_with(R"({"dtype":"Q7","shape":[8],"data_offsets":[0,32]})"), eight_floats),
-         {"bad.safetensors", "'w'", "unknown dtype \"Q7\""}},
+         {"bad.safetensors", "'w'", "unknown dtype 'Q7'"}},
         {"BF16 unsupported", safetensors_bytes(header_with(R"({"dtype":"BF16","shape":[16],"data_offsets":[0,32]})"), eight_floats),
          {"bad.safetensors", "'w'", "BF16", "tensor.float()"}},
         {"I32 unsupported", safetensors_bytes(header_with(R"({"dtype":"I32","shape":[8],"data_offsets":[0,32]})"), eight_floats),
