@@ -18,6 +18,7 @@
 #include <memory>
 
 #include "retrieval/code/code_corpus.h"
+#include "retrieval/code/pretrained_teacher.h"
 #include "retrieval/code/sig_predictor_training.h"
 #include "retrieval/code/teacher_features.h"
 #include "retrieval/code/whole_corpus_split.h"
@@ -142,21 +143,45 @@ void add_features_command(CLI::App& code, int& exit_code) {
     });
 }
 
-// `nce code make-features --out DIR`: a synthetic teacher-features folder.
+// `nce code make-features --out DIR`: a synthetic teacher-features folder, or with --init
+// FOLDER a pretrained model's (retrieval/code/pretrained_teacher.h) over the code corpus.
 void add_make_features_command(CLI::App& code, int& exit_code) {
     CLI::App* command = code.add_subcommand(
-        "make-features", "write a synthetic, learnable teacher-features folder for `nce code features` (no teacher needed)");
+        "make-features", "write a teacher-features folder for `nce code features`: synthetic and learnable, or with "
+        "--init FOLDER a pretrained model's token states and body embeddings over the code corpus");
     auto options = std::make_shared<code::SyntheticFeatureOptions>();
+    auto teacher = std::make_shared<code::PretrainedTeacherOptions>();
     auto folder = std::make_shared<std::string>();
+    auto data = std::make_shared<std::string>();
     command->add_option("--out", *folder, "the folder to write (new, or empty)")->required();
+    command->add_option("--init", teacher->model_folder, "a sentence-transformers model folder as the frozen teacher "
+                        "(its last-layer token states of each signature, its embedding of each body)");
+    command->add_option("--data", *data, "with --init: the folder of sources to mine (default: the code app's corpus)");
     command->add_option("--functions", options->functions, "rows N")->capture_default_str();
-    command->add_option("--tokens", options->tokens, "signature tokens T (each row has 4 to T)")->capture_default_str();
+    command->add_option("--tokens", options->tokens, "signature tokens T (synthetic: each row has 4 to T; with --init "
+                        "the signature's first T tokens, 32 unless given)")->capture_default_str();
     command->add_option("--in-dim", options->input_dim, "features per token")->capture_default_str();
     command->add_option("--out-dim", options->output_dim, "size of the body embeddings")->capture_default_str();
     command->add_option("--group-size", options->group_size, "functions per group (file)")->capture_default_str();
     command->add_option("--noise", options->noise, "standard deviation of the noise on each token")->capture_default_str();
     command->add_option("--seed", options->seed, "fixes every number written")->capture_default_str();
-    command->callback([options, folder, &exit_code] {
+    command->callback([command, options, teacher, folder, data, &exit_code] {
+        if (!teacher->model_folder.empty()) {
+            for (const char* synthetic : {"--functions", "--in-dim", "--out-dim", "--group-size", "--noise", "--seed"})
+                NCE_CHECK(command->count(synthetic) == 0, "make-features: {} shapes the synthetic folder; with --init "
+                          "the model and the corpus decide it: drop {}", synthetic, synthetic);
+            teacher->tokens = command->count("--tokens") > 0 ? options->tokens : 32;
+            retrieval::RunConfig config = code_defaults();
+            config.data = *data;
+            data::RetrievalDataset corpus = code_app().load_dataset(config);
+            code::write_pretrained_teacher_features(*folder, corpus, *teacher);
+            fmt::print("wrote the token states and body embeddings of {} functions by {} to {}\n",
+                       corpus.queries.size(), teacher->model_folder, *folder);
+            exit_code = 0;
+            return;
+        }
+        NCE_CHECK(data->empty(), "make-features: --data is read with --init only (the synthetic folder needs no "
+                  "corpus)");
         code::write_synthetic_teacher_features(*folder, *options);
         fmt::print("wrote {} synthetic functions ({} tokens of {} features -> {}-dimensional bodies) to {}\n",
                    options->functions, options->tokens, options->input_dim, options->output_dim, *folder);

@@ -158,6 +158,34 @@ run train eval --train "$scratch/train.jsonl" --output "$scratch/versus_bad" --c
     --versus "$scratch/lone/model.safetensors"
 expect_one_line_error "tokenizer" "$scratch/versus_bad/results.json" "--versus a checkpoint whose tokenizer is not beside it"
 
+# ---- code make-features --init FOLDER: the model as the sig_predictor's frozen teacher ----
+mkdir -p "$scratch/sources"
+for file in strings numbers files lists; do
+    for k in 1 2 3; do
+        printf 'def %s_%s(value, count=%s):\n    """Return the %s of value, step %s, as the %s module does it."""\n    result = [value] * count\n    return result[:%s] + [\"%s\"]\n\n' \
+            "$file" "$k" "$k" "$file" "$k" "$file" "$k" "$file"
+    done >"$scratch/sources/$file.py"
+done
+run code make-features --init "$model" --data "$scratch/sources" --out "$scratch/teacher"
+expect_exit_zero "code make-features --init FOLDER"
+expect_in "$stdout" "wrote the token states and body embeddings of 12 functions" "make-features reads every function"
+if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+    shapes=$(/usr/bin/python3 -c "
+import numpy as np
+d = '$scratch/teacher'
+f, m, b = (np.load(f'{d}/{n}.npy') for n in ('signature_features', 'signature_mask', 'body_embeddings'))
+print(f.shape, m.shape, b.shape, bool(abs(np.linalg.norm(b, axis=1) - 1).max() < 1e-5), bool(m.sum(1).min() > 2))")
+    if [[ "$shapes" == "(12, 32, 384) (12, 32) (12, 384) True True" ]]; then
+        pass "the features are the model's: 384-wide token states of up to 32 tokens, unit body embeddings"
+    else
+        fail "make-features wrote $shapes"
+    fi
+fi
+run code features --features "$scratch/teacher" --max-steps 3 --batch-size 4 --output "$scratch/teacher_run"
+expect_exit_zero "code features on the pretrained teacher's folder"
+run code make-features --init "$model" --noise 3 --out "$scratch/teacher_bad"
+expect_one_line_error "--noise shapes the synthetic folder" "$scratch/teacher_bad" "make-features --init with a synthetic setting"
+
 if [[ $failures -gt 0 ]]; then
     echo "$failures check(s) failed"
     exit 1

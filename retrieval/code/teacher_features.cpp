@@ -108,11 +108,7 @@ void write_synthetic_teacher_features(const std::string& folder, const Synthetic
                   options.topic_dim > 0 && options.group_size > 0 && options.noise >= 0,
               "make-features: need functions >= 2, tokens >= 4 and positive sizes (got functions {}, tokens {})",
               options.functions, options.tokens);
-    fs::path target = folder;
-    std::error_code error_code;
-    if (fs::exists(target, error_code))
-        NCE_CHECK(fs::is_directory(target, error_code) && fs::is_empty(target, error_code),
-                  "make-features: {} exists and is not an empty folder; give a new folder", folder);
+    check_new_feature_folder(folder);
 
     int64_t n = options.functions, t_max = options.tokens, k = options.topic_dim;
     Generator generator(options.seed);
@@ -147,6 +143,21 @@ void write_synthetic_teacher_features(const std::string& folder, const Synthetic
     }
 
     // Everything into a temporary folder beside the target, then one rename.
+    write_teacher_features(folder, features, mask, bodies.to(Dtype::Float32), groups);
+}
+
+void check_new_feature_folder(const std::string& folder) {
+    std::error_code error_code;
+    if (fs::exists(folder, error_code))
+        NCE_CHECK(fs::is_directory(folder, error_code) && fs::is_empty(folder, error_code),
+                  "make-features: {} exists and is not an empty folder; give a new folder", folder);
+}
+
+void write_teacher_features(const std::string& folder, const Tensor& features, const Tensor& mask,
+                            const Tensor& bodies, const Tensor& groups) {
+    check_new_feature_folder(folder);
+    fs::path target = folder;
+    std::error_code error_code;
     fs::path partial = target;
     partial += fmt::format(".partial-{}", static_cast<uint64_t>(::getpid()));
     fs::remove_all(partial, error_code);
@@ -154,7 +165,7 @@ void write_synthetic_teacher_features(const std::string& folder, const Synthetic
         fs::create_directories(partial);
         write_npy((partial / "signature_features.npy").string(), features);
         write_npy((partial / "signature_mask.npy").string(), mask);
-        write_npy((partial / "body_embeddings.npy").string(), bodies.to(Dtype::Float32));
+        write_npy((partial / "body_embeddings.npy").string(), bodies);
         write_npy((partial / "groups.npy").string(), groups);
         if (fs::exists(target, error_code)) fs::remove(target);  // empty, checked above
         if (target.has_parent_path()) fs::create_directories(target.parent_path());

@@ -61,4 +61,12 @@ struct SyntheticFeatureOptions {
 // temporary folder beside it that is renamed into place, so the folder is whole or absent.
 void write_synthetic_teacher_features(const std::string& folder, const SyntheticFeatureOptions& options);
 
+// Throws unless `folder` is new or an empty folder (checked before any work).
+void check_new_feature_folder(const std::string& folder);
+
+// The four files of the layout above, written the same way: features float32 [N, T, in_dim],
+// mask int64 [N, T], bodies float32 [N, out_dim], groups int64 [N].
+void write_teacher_features(const std::string& folder, const Tensor& features, const Tensor& mask,
+                            const Tensor& bodies, const Tensor& groups);
+
 }  // namespace nce::code
