@@ -225,8 +225,9 @@ run train --config "$scratch/tiny.json" --train "$scratch/train.jsonl" --lexical
     --max-query-length 64 --max-passage-length 128 --batch-size 64 --output "$scratch/huge_head"
 expect_one_line_error "training this model needs about [0-9.]+ GiB \\(the model and its optimizer .*, activations .* for 64 queries of 64 tokens and 64 passages of 128\\), more than .*; lower --batch-size" \
     "$scratch/huge_head" "train --lexical-dim 2^20"
-# (AddressSanitizer maps terabytes of shadow memory, so a sanitized build cannot run under ulimit -v.)
-if ! ldd "$nce" | grep -q libasan; then
+# (AddressSanitizer maps terabytes of shadow memory, so a sanitized build cannot run under ulimit -v.
+# grep reads all of ldd's output: with -q it could stop first, and ldd's SIGPIPE fail the pipeline.)
+if ! ldd "$nce" | grep libasan >/dev/null; then
     bash -c 'ulimit -v 1500000 && exec "$@"' limited "$nce" bench step --model text_encoder --batch 4096 --seq 512 \
         --reps 1 --warmup 0 >"$stdout" 2>"$stderr" </dev/null
     status=$?
