@@ -19,6 +19,7 @@
 
 #include "retrieval/code/code_corpus.h"
 #include "retrieval/code/pretrained_teacher.h"
+#include "nn/sentence_transformers_folder.h"
 #include "retrieval/code/sig_predictor_training.h"
 #include "retrieval/code/teacher_features.h"
 #include "retrieval/code/whole_corpus_split.h"
@@ -171,6 +172,8 @@ void add_make_features_command(CLI::App& code, int& exit_code) {
                 NCE_CHECK(command->count(synthetic) == 0, "make-features: {} shapes the synthetic folder; with --init "
                           "the model and the corpus decide it: drop {}", synthetic, synthetic);
             teacher->tokens = command->count("--tokens") > 0 ? options->tokens : 32;
+            code::check_new_feature_folder(*folder);
+            nn::sentence_transformers_config(teacher->model_folder);  // a bad folder is named before the corpus is mined
             retrieval::RunConfig config = code_defaults();
             config.data = *data;
             data::RetrievalDataset corpus = code_app().load_dataset(config);
