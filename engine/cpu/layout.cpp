@@ -91,7 +91,9 @@ void CpuBackend::index_select_rows(const Tensor& table, const Tensor& indices, T
 
 void CpuBackend::index_add_rows(const Tensor& src, const Tensor& indices, Tensor& table) {
     // Sequential over indices: two indices may name the same row, and a fixed order keeps
-    // the sums deterministic. Parallel over the row's width instead.
+    // the sums deterministic. Parallel over the row's width instead, one block of columns a
+    // thread (at least 64 wide): each task walks every index, so narrow blocks would repeat
+    // that walk and add too few columns at a time to vectorise.
     dispatch_floating(src.dtype(), "index_add", [&](auto zero) {
         using T = decltype(zero);
         int64_t rows = table.size(0), width = table.numel() / std::max<int64_t>(1, rows);
@@ -99,7 +101,8 @@ void CpuBackend::index_add_rows(const Tensor& src, const Tensor& indices, Tensor
         for (int64_t i = 0; i < indices.numel(); ++i) check_index(idx[i], rows, "index_add");
         const T* s = src.data<T>();
         T* t = table.data<T>();
-        parallel_for(width, std::max<int64_t>(16, kGrainElements / std::max<int64_t>(1, indices.numel())),
+        const int64_t threads = std::max<int64_t>(1, num_threads());
+        parallel_for(width, std::max<int64_t>(64, (width + threads - 1) / threads),
                      [&](int64_t begin, int64_t end) {
                          for (int64_t i = 0; i < indices.numel(); ++i)
                              for (int64_t c = begin; c < end; ++c) t[idx[i] * width + c] += s[i * width + c];
