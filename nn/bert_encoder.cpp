@@ -47,6 +47,20 @@ Tensor position_ids(const Tensor& mask, int64_t offset, Device device) {
     return Tensor::from_indices(positions, {batch, tokens}).to(device);
 }
 
+// The places b·T + t of the real tokens of a [B, T] mask, in order, int64 [N]; undefined when
+// every place is a token (nothing to leave out) or when the mask is on a device (reading it
+// would be a round trip to the host each forward; there the layers run every place).
+Tensor real_token_rows(const Tensor& mask) {
+    if (mask.device() != Device::CPU) return Tensor();
+    std::vector<double> is_token = mask.to(Dtype::Float64).to_vector();
+    std::vector<int64_t> rows;
+    rows.reserve(is_token.size());
+    for (size_t place = 0; place < is_token.size(); ++place)
+        if (is_token[place] != 0) rows.push_back(static_cast<int64_t>(place));
+    if (rows.size() == is_token.size()) return Tensor();
+    return Tensor::from_indices(rows, {static_cast<int64_t>(rows.size())});
+}
+
 }  // namespace
 
 void validate_bert_config(const ModelConfig& c) {
@@ -160,22 +174,29 @@ Var BertEncoder::token_states(const Tensor& input, const Tensor& mask, Generator
     return encoder.forward(states, mask, generator);  // [B, T, D]
 }
 
+// The layers run on the real tokens' rows alone (real_token_rows): a padding place costs no
+// GEMM, layer norm or GELU, and its state comes back 0. Each real row is computed exactly as
+// with the padding in (attention masks padding keys either way).
 Var BertLayerStack::forward(const Var& x, const Tensor& mask, Generator* generator) const {
-    Var h = x;
+    const int64_t batch = x.size(0), tokens = x.size(1), width = x.size(2);
+    const Tensor rows = real_token_rows(mask);                                  // [N] or undefined
+    Var h = reshape(x, {batch * tokens, width});                               // [B·T, D]
+    if (rows.defined()) h = index_select(h, rows);                             // [N, D]
     for (const auto& each : layer) {
         if (!checkpoint_activations) {
-            h = each->forward(h, mask, generator);
+            h = each->forward(h, mask, rows, generator);
             continue;
         }
         // The closure outlives this call (the backward runs it again): the layer by pointer,
-        // the mask by value.
+        // the mask and rows by value.
         BertLayer* recomputed = each.get();
-        auto run_layer = [recomputed, mask, generator](const Var& input) {
-            return recomputed->forward(input, mask, generator);
+        auto run_layer = [recomputed, mask, rows, generator](const Var& input) {
+            return recomputed->forward(input, mask, rows, generator);
         };
         h = checkpoint(run_layer, h, each->parameters(), generator);
     }
-    return h;
+    if (rows.defined()) h = index_add(h, rows, batch * tokens);                // [B·T, D], padding 0
+    return reshape(h, {batch, tokens, width});                                 // [B, T, D]
 }
 
 Var BertEncoder::encode(const Tensor& input, const Tensor& mask, Generator* generator) {

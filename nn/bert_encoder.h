@@ -47,7 +47,8 @@ struct BertEmbeddings : Module {
 // gradients, for a second forward), as TransformerEncoder does.
 struct BertLayerStack : Module {
     BertLayerStack(const ModelConfig& config, Generator& generator, Dtype dtype);
-    // x [B, T, D] through every layer in order, all with the same mask -> [B, T, D].
+    // x [B, T, D] through every layer in order, all with the same mask -> [B, T, D]; on the
+    // CPU the layers compute the real tokens' rows only, and padding places come back 0.
     Var forward(const Var& x, const Tensor& mask, Generator* generator) const;
 
     std::vector<std::unique_ptr<BertLayer>> layer;

@@ -64,28 +64,36 @@ BertLayer::BertLayer(const BertLayerOptions& options, Generator& generator, Dtyp
     register_module("output", output);
 }
 
-Var BertLayer::forward(const Var& x, const Tensor& key_padding_mask, Generator* generator) const {
-    NCE_CHECK(x.value().rank() == 3 && x.size(2) == options_.hidden_size,
-              "BertLayer: x must be [B, T, hidden_size = {}], got {}", options_.hidden_size, shape_string(x.shape()));
+Var BertLayer::forward(const Var& x, const Tensor& key_padding_mask, const Tensor& rows, Generator* generator) const {
+    const int64_t batch = key_padding_mask.size(0), tokens = key_padding_mask.size(1), width = options_.hidden_size;
+    const int64_t count = rows.defined() ? rows.size(0) : batch * tokens;
+    NCE_CHECK(x.value().rank() == 2 && x.size(0) == count && x.size(1) == width,
+              "BertLayer: x must be [N = {}, hidden_size = {}], got {}", count, width, shape_string(x.shape()));
     const bool drop = training();
     const BertSelfAttention& self = attention.self;
-    // [W_q; W_k; W_v] [3D, D] and [b_q; b_k; b_v] [3D]: one GEMM gives qkv = [q | k | v] [B, T, 3D].
+    // [W_q; W_k; W_v] [3D, D] and [b_q; b_k; b_v] [3D]: one GEMM gives qkv = [q | k | v] [N, 3D].
     Var stacked_weight = concat({self.query.weight, self.key.weight, self.value.weight}, 0);
     Var stacked_bias = concat({self.query.bias, self.key.bias, self.value.bias}, 0);
     Var qkv = linear(x, stacked_weight, stacked_bias);
+    // Attention reads the batch's [B, T] grid: the rows put in their places, padding 0
+    // (masked as keys; as queries their outputs are dropped below).
+    if (rows.defined()) qkv = index_add(qkv, rows, batch * tokens);                           // [B·T, 3D]
     const double attention_p = drop ? options_.attention_dropout : 0.0;
     NCE_CHECK(attention_p == 0 || generator != nullptr,
               "BertLayer: training mode with attention dropout {} needs a generator; pass one, or call train(false)",
               attention_p);
-    Var context = packed_attention(qkv, key_padding_mask, options_.num_heads, attention_p, generator);  // [B, T, D]
+    Var context = reshape(packed_attention(reshape(qkv, {batch, tokens, 3 * width}), key_padding_mask,
+                                           options_.num_heads, attention_p, generator),
+                          {batch * tokens, width});                                          // [B·T, D]
+    if (rows.defined()) context = index_select(context, rows);                                // [N, D]
 
     const BertResidualOutput& attention_output = attention.output;
     Var attended = attention_output.layer_norm.forward(
         x + residual_dropout(attention_output.dense.forward(context), options_.hidden_dropout, generator, drop));
 
-    Var hidden = intermediate.dense.forward(attended);                                         // [B, T, F]
+    Var hidden = intermediate.dense.forward(attended);                                         // [N, F]
     hidden = options_.gelu ? gelu(hidden, GeluApproximation::Erf) : relu(hidden);
-    return output.layer_norm.forward(                                                          // [B, T, D]
+    return output.layer_norm.forward(                                                          // [N, D]
         attended + residual_dropout(output.dense.forward(hidden), options_.hidden_dropout, generator, drop));
 }
 

@@ -59,9 +59,13 @@ public:
     // initialisation, initializer_range 0.02).
     BertLayer(const BertLayerOptions& options, Generator& generator, Dtype dtype = Dtype::Float32);
 
-    // x [B, T, D], key_padding_mask [B, T] (nonzero = token) -> [B, T, D]. Dropout runs in
-    // training mode and then needs the generator.
-    Var forward(const Var& x, const Tensor& key_padding_mask, Generator* generator) const;
+    // x [N, D]: the token rows of a [B, T] batch, key_padding_mask [B, T] (nonzero = token)
+    // -> [N, D]. `rows` (int64 [N]) names each row's place b·T + t in the batch; undefined,
+    // x holds every place in order (N = B·T). Only attention mixes rows, and it reads them
+    // laid out as [B, T] with padding rows 0; everything else is row by row, so padding
+    // rows left out cost nothing and change no real row. Dropout runs in training mode and
+    // then needs the generator.
+    Var forward(const Var& x, const Tensor& key_padding_mask, const Tensor& rows, Generator* generator) const;
 
     BertAttention attention;
     BertIntermediate intermediate;
