@@ -5,13 +5,16 @@ by side, in one run.
     /usr/bin/python3 benchmarks/run_performance.py [--build build] [--threads 2] [--reps 3] [--warmup 2]
                                                   [--quick] [--skip-large] [--precision-only]
                                                   [--openblas-coretype NAME] [--out benchmarks/results]
-                                                  [--python /usr/bin/python3]
+                                                  [--python PYTHON]
 
-Both sides run with OPENBLAS_CORETYPE unset (OpenBLAS picks its kernels for this CPU;
+The peer is current PyTorch from PyPI (with transformers and sentence-transformers for item 7),
+installed into nce's cache by scripts/python_peers.sh, never the system Python; --python names
+another Python with PyTorch (e.g. /usr/bin/python3 for Debian's 1.13, run with
+ATEN_CPU_CAPABILITY=avx512). Both sides run with OPENBLAS_CORETYPE unset (OpenBLAS picks its kernels for this CPU;
 --openblas-coretype names one for both, where OpenBLAS does not know the CPU) and
 the same thread count: nce through NCE_NUM_THREADS and --threads (with OPENBLAS_NUM_THREADS=1:
 nce splits the GEMMs over its own threads and never uses OpenBLAS's), PyTorch through
-torch.set_num_threads with ATEN_CPU_CAPABILITY=avx512 and OMP_WAIT_POLICY=PASSIVE, and as a
+torch.set_num_threads with OMP_WAIT_POLICY=PASSIVE, and as a
 careful user runs it: glibc's MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ at 16 GiB and
 MALLOC_TOP_PAD_ at 1 GiB, so that its big buffers are reused instead of faulted in afresh at
 every step (issue 20 measured it 2.5-5x slower without them, which would flatter nce). Every
@@ -37,13 +40,12 @@ every target passes):
      nce --gemm-precision bfloat16, PyTorch float32 and PyTorch under torch.autocast("cpu",
      dtype=torch.bfloat16) (the peers' --autocast bfloat16), for InfoNCE one-way N 4096, d 384,
      and the sig_predictor step B 64, T 64; with the OpenBLAS core and oneDNN's ISA each side
-     reports (PyTorch's from one short DNNL_VERBOSE=1 run). Targets: nce bfloat16 InfoNCE
-     <= 60 ms, sig_predictor >= 200 samples/s, both >= 1.5x the autocast peer.
+     reports (PyTorch's from one short DNNL_VERBOSE=1 run). Targets (issue 45): nce ahead of
+     the peer in each precision, bfloat16 against autocast; a precision this CPU cannot run is
+     reported, not failed.
      --precision-only runs this item alone.
-  7. A pretrained encoder's work (issue 45), against current PyTorch from PyPI and
-     transformers' BertModel (scripts/python_peers.sh sentence-transformers, installed into
-     nce's cache; never the system Python): the all-MiniLM-L6-v2 fine-tuning step (32 pairs
-     of 128 tokens, InfoNCE tau 0.05, AdamW) and encoding (64 texts of 128 tokens a batch, no
+  7. A pretrained encoder's work (issue 45), against transformers' BertModel: the
+     all-MiniLM-L6-v2 fine-tuning step (32 pairs of 128 tokens, InfoNCE tau 0.05, AdamW) and encoding (64 texts of 128 tokens a batch, no
      gradient), float32 and bfloat16 (nce --gemm-precision bfloat16, PyTorch autocast).
      Targets: step >= 1.5x PyTorch in each precision, encoding >= 2x; a precision this CPU
      cannot run (bfloat16 without AVX-512 BF16 or AMX) is reported, not failed.
@@ -92,8 +94,10 @@ def parse_arguments():
                         help="OPENBLAS_CORETYPE for both sides (default: unset, OpenBLAS detects the core; OpenBLAS "
                              "0.3.21 does not know newer CPUs, e.g. Xeon family 6 model 207, and falls back to its "
                              "SSE3 Prescott kernels there: SkylakeX names the AVX-512 ones)")
-    parser.add_argument("--python", default="/usr/bin/python3",
-                        help="the Python that runs the PyTorch peers (default: Debian's /usr/bin/python3, python3-torch)")
+    parser.add_argument("--python", default="",
+                        help="a Python with PyTorch to run the peers (default: current PyTorch, transformers and "
+                             "sentence-transformers from PyPI in nce's cache, scripts/python_peers.sh; e.g. "
+                             "/usr/bin/python3 for Debian's python3-torch 1.13)")
     parser.add_argument("--out", default=os.path.join(REPO, "benchmarks", "results"),
                         help="folder for performance.json and cost_growth.svg")
     arguments = parser.parse_args()
@@ -117,11 +121,29 @@ class Runner:
         # OpenBLAS from starting worker threads at load that nce never uses (they spin for
         # about 0.1 s before they sleep, which doubles a short run such as N = 1024).
         self.nce_env = dict(base, NCE_NUM_THREADS=threads, OPENBLAS_NUM_THREADS="1")
-        self.torch_env = dict(base, ATEN_CPU_CAPABILITY="avx512", OMP_WAIT_POLICY="PASSIVE", OMP_NUM_THREADS=threads,
+        self.torch_env = dict(base, OMP_WAIT_POLICY="PASSIVE", OMP_NUM_THREADS=threads,
                               MALLOC_MMAP_THRESHOLD_="17179869184", MALLOC_TRIM_THRESHOLD_="17179869184",
                               MALLOC_TOP_PAD_="1073741824")
+        if arguments.python:  # a PyTorch of the user's, e.g. Debian's 1.13, which wants its AVX-512 kernels named
+            self.python = arguments.python
+            self.torch_env["ATEN_CPU_CAPABILITY"] = "avx512"
+        else:  # current PyTorch from PyPI in nce's cache; PyTorch 2 picks its best kernels itself
+            folder = current_peers_python()
+            self.python = "python3" if folder else None
+            if folder:
+                self.torch_env["PYTHONPATH"] = folder
+        self.torch_version = self._torch_version()
         self.nce_env.pop("NCE_GEMM_PRECISION", None)  # --gemm-precision decides where it matters
         self.records = []
+
+    def _torch_version(self):
+        if self.python is None:
+            return None
+        try:
+            return subprocess.run([self.python, "-c", "import torch; print(torch.__version__)"], env=self.torch_env,
+                                  capture_output=True, text=True, timeout=300).stdout.strip() or None
+        except (subprocess.SubprocessError, FileNotFoundError):
+            return None
 
     def _run(self, command, env, description):
         try:
@@ -148,7 +170,9 @@ class Runner:
         script = os.path.join(PEER_DIR, f"{kind}_peer.py")
         if not os.path.exists(script):
             return {"missing": f"benchmarks/peer/{kind}_peer.py does not exist yet"}
-        return self._run([self.arguments.python, script] + options, self.torch_env, f"{kind}_peer.py")
+        if self.torch_version is None:
+            return {"missing": "no PyTorch (scripts/python_peers.sh sentence-transformers failed, or --python has none)"}
+        return self._run([self.python, script] + options, self.torch_env, f"{kind}_peer.py")
 
     def pair(self, kind, options, torch_too=True, reps=None, precision=None):
         """Both sides of one configuration; `precision` "bfloat16" runs nce with --gemm-precision
@@ -169,7 +193,7 @@ class Runner:
         """PyTorch's oneDNN under autocast, from one short DNNL_VERBOSE=1 run: its version, the
         ISA line and the matmul implementation it picks."""
         script = os.path.join(PEER_DIR, "loss_peer.py")
-        command = [self.arguments.python, script, "infonce", "--n", "512", "--d", "384", "--reps", "1", "--warmup", "0",
+        command = [self.python or "python3", script, "infonce", "--n", "512", "--d", "384", "--reps", "1", "--warmup", "0",
                    "--autocast", "bfloat16", "--threads", str(self.arguments.threads)]
         try:
             completed = subprocess.run(command, env=dict(self.torch_env, DNNL_VERBOSE="1", ONEDNN_VERBOSE="1"),
@@ -181,10 +205,14 @@ class Runner:
             fields = line.split(",")
             if len(fields) > 1 and fields[1] in ("v0", "v1"):  # oneDNN 3's lines carry a format version
                 fields = fields[:1] + fields[2:]
-            if len(fields) < 4 or not fields[0].endswith("_verbose"):
+            if len(fields) > 1 and fields[1] == "primitive":  # and a kind: onednn_verbose,v1,primitive,exec,...
+                fields = fields[:1] + fields[2:]
+            if len(fields) < 3 or not fields[0].endswith("_verbose"):
                 continue
             if fields[1] == "info" and fields[2].startswith("oneDNN"):
-                found["version"] = fields[2]
+                found["version"] = fields[2].split(" (")[0]
+            elif len(fields) < 4:
+                continue
             elif fields[1] == "info" and fields[2] == "cpu" and fields[3].startswith("isa:"):
                 found["isa"] = fields[3][len("isa:"):]
             elif fields[1] == "exec" and fields[3] == "matmul" and len(fields) > 4:
@@ -318,13 +346,14 @@ def precision_item(runner, warmup, targets):
           [[name] + [cpu(results[(name, precision)][side]) for side in (0, 1) for precision in ("float32", "bfloat16")]
            for name, _, _ in configurations])
     print("(CPU ms: on a loaded machine the steadier comparison)")
-    loss16, loss_torch16 = results[(configurations[0][0], "bfloat16")]
-    step16, step_torch16 = results[(configurations[1][0], "bfloat16")]
-    targets["6. nce bfloat16 InfoNCE N=4096 <= 60 ms"] = loss16["median_ms"] <= 60 if ok(loss16) else None
-    targets["6. nce bfloat16 sig_predictor >= 200 samples/s"] = step16["samples_per_s"] >= 200 if ok(step16) else None
-    for what, nce, torch in (("InfoNCE", loss16, loss_torch16), ("sig_predictor", step16, step_torch16)):
-        ratio = speedup(nce, torch)
-        targets[f"6. nce bfloat16 {what} >= 1.5x the autocast peer"] = None if ratio is None else ratio >= 1.5
+    # Issue 45's bar for these two: ahead of the peer in each precision (bfloat16 against autocast).
+    for name, _, _ in configurations:
+        for precision in ("float32", "bfloat16"):
+            nce, torch = results[(name, precision)]
+            if precision == "bfloat16" and "cannot make a bfloat16 matmul" in nce.get("missing", ""):
+                continue  # no bfloat16 GEMM on this CPU: reported in the table, not failed
+            ratio = speedup(nce, torch)
+            targets[f"6. {name}, {precision}: nce ahead of PyTorch"] = None if ratio is None else ratio > 1.0
     onednn = {"nce": sorted({side.get("onednn_isa", "?") for side, _ in results.values() if ok(side)}),
               "torch": runner.torch_onednn()}
     print(f"oneDNN: nce {onednn['nce']} (bench's onednn_isa); torch {onednn['torch']} (DNNL_VERBOSE=1)\n")
@@ -344,18 +373,10 @@ def current_peers_python():
 
 def minilm_item(runner, warmup, targets):
     """Item 7: all-MiniLM-L6-v2's fine-tuning step and encoding, both precisions, both sides."""
-    folder = current_peers_python()
-    if folder is None:
-        print("7. MiniLM-L6: missing (scripts/python_peers.sh sentence-transformers failed)")
-        targets["7. MiniLM-L6 against current PyTorch"] = None
-        return {}
-    runner.arguments.python = "python3"
-    runner.torch_env = dict(runner.torch_env, PYTHONPATH=folder)
-    runner.torch_env.pop("ATEN_CPU_CAPABILITY", None)  # PyTorch 2 picks its best kernels itself
-    version = subprocess.run(["python3", "-c", "import torch, transformers; print(torch.__version__, transformers.__version__)"],
-                             env=runner.torch_env, capture_output=True, text=True).stdout.split()
+    version = subprocess.run([runner.python or "python3", "-c", "import transformers; print(transformers.__version__)"],
+                             env=runner.torch_env, capture_output=True, text=True).stdout.strip() or "?"
     print(f"7. MiniLM-L6 (all-MiniLM-L6-v2's shapes, {runner.arguments.init or 'random weights'}) against "
-          f"PyTorch {version[0] if version else '?'} eager, transformers {version[1] if len(version) > 1 else '?'}")
+          f"PyTorch {runner.torch_version or 'missing'} eager, transformers {version}")
     init = ["--init", runner.arguments.init] if runner.arguments.init else []
     configurations = [("fine-tuning step, 32 pairs x 128 tokens", ["--model", "minilm", *init], 1.5),
                       ("encoding, 64 texts x 128 tokens a batch", ["--model", "minilm", "--encode", "--batch", "64", *init], 2.0)]
@@ -391,7 +412,8 @@ def main():
     print(f"run_performance: {started}, {os.cpu_count()} cores, load average {load}")
     print(f"threads {threads} on both sides (nce: OPENBLAS_NUM_THREADS=1, its GEMMs split over its own threads); "
           f"OPENBLAS_CORETYPE {arguments.openblas_coretype or 'unset'} for both (environment had "
-          f"{os.environ.get('OPENBLAS_CORETYPE', 'it unset')}); torch: ATEN_CPU_CAPABILITY=avx512, "
+          f"{os.environ.get('OPENBLAS_CORETYPE', 'it unset')}); torch {runner.torch_version or 'missing'} "
+          f"({runner.python or 'no peer'}){', ATEN_CPU_CAPABILITY=avx512' if runner.arguments.python else ''}, "
           f"OMP_WAIT_POLICY=PASSIVE, MALLOC_MMAP_THRESHOLD_=MALLOC_TRIM_THRESHOLD_=17179869184, "
           f"MALLOC_TOP_PAD_=1073741824; median of {arguments.reps} after {arguments.warmup} warm-up; fp32 peak {peak:.0f} GFLOP/s\n")
     targets = {}
