@@ -1,8 +1,9 @@
-// The cuBLAS handle: one handle for the process (made on first use, on the default stream),
+// The cuBLAS handle: one handle for the process (made on first use, on the backend's stream),
 // and the plan as one strided-batched call. (One of the three differing pieces.)
 #include <cublas_v2.h>
 
 #include "engine/cuda/blas_handle.h"
+#include "engine/cuda/stream.h"
 #include "engine/error.h"
 
 namespace nce::cuda {
@@ -13,6 +14,8 @@ cublasHandle_t handle() {
         cublasHandle_t h = nullptr;
         const cublasStatus_t status = cublasCreate(&h);
         NCE_CHECK(status == CUBLAS_STATUS_SUCCESS, "cuda: cublasCreate failed: {}", cublasGetStatusString(status));
+        const cublasStatus_t set = cublasSetStream(h, stream());
+        NCE_CHECK(set == CUBLAS_STATUS_SUCCESS, "cuda: cublasSetStream failed: {}", cublasGetStatusString(set));
         return h;
     }();
     return made;

@@ -16,7 +16,9 @@ void* allocate(std::size_t bytes);
 void release(void* pointer);
 
 enum class CopyKind { HostToDevice, DeviceToHost, DeviceToDevice };
-// Copies `bytes` and returns when they are in place (after every kernel launched before).
+// Copies `bytes` in the order of the backend's work: every kernel launched before has written
+// them, every kernel launched after sees them. To the host it returns when they are there; from
+// the host, the source may be reused as soon as it returns.
 void copy(void* dst, const void* src, std::size_t bytes, CopyKind kind);
 
 // The kernels' error record (device_errors.h), as a pointer kernels write through, and the

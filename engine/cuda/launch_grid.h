@@ -1,4 +1,4 @@
-// The GPU launchers, on the default stream; a failed launch throws.
+// The GPU launchers, on the backend's stream (stream.h); a failed launch throws.
 //   launch(n, body)        a 1-D grid of 256-thread blocks, each thread striding over the elements
 //   launch_rows(n, body)   the same grid, one warp (32 threads) per row (warp.h)
 // With NCE_CUDA_PROFILE set, each launch is timed with CUDA events (profile.h).
@@ -9,6 +9,7 @@
 #include <typeinfo>
 
 #include "engine/cuda/profile.h"
+#include "engine/cuda/stream.h"
 #include "engine/cuda/warp.h"
 
 namespace nce::cuda {
@@ -51,9 +52,9 @@ void timed_launch(const Start& start_kernel) {
     cudaEvent_t before, after;
     cudaEventCreate(&before);
     cudaEventCreate(&after);
-    cudaEventRecord(before);
+    cudaEventRecord(before, stream());
     start_kernel();
-    cudaEventRecord(after);
+    cudaEventRecord(after, stream());
     check_last_launch();
     cudaEventSynchronize(after);
     float milliseconds = 0;
@@ -66,14 +67,14 @@ void timed_launch(const Start& start_kernel) {
 template <typename Body>
 void launch(int64_t n, const Body& body) {
     if (n <= 0) return;
-    timed_launch<Body>([&] { run_elements<<<blocks_for(n), static_cast<unsigned>(kThreads)>>>(n, body); });
+    timed_launch<Body>([&] { run_elements<<<blocks_for(n), static_cast<unsigned>(kThreads), 0, stream()>>>(n, body); });
 }
 
 template <typename Body>
 void launch_rows(int64_t rows, const Body& body) {
     if (rows <= 0) return;
     timed_launch<Body>(
-        [&] { run_rows<<<blocks_for(rows * kWarpSize), static_cast<unsigned>(kThreads)>>>(rows, body); });
+        [&] { run_rows<<<blocks_for(rows * kWarpSize), static_cast<unsigned>(kThreads), 0, stream()>>>(rows, body); });
 }
 
 }  // namespace nce::cuda
