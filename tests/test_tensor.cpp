@@ -1,5 +1,8 @@
 // Tensors, the caching allocator, the random generator and the thread setting.
 #include <cmath>
+#include <cstdlib>
+#include <map>
+#include <vector>
 
 #include "tests/test_helpers.h"
 
@@ -80,6 +83,65 @@ TEST_CASE("allocator: a freed buffer is handed back out for the next request of 
     CHECK(again.raw_data() == first_address);
     CHECK(after.cache_hits == before.cache_hits + 1);
     CHECK(reinterpret_cast<uintptr_t>(again.raw_data()) % 64 == 0);
+}
+
+// A system that counts what the allocator has taken from it and not given back.
+struct CountingSystem {
+    static inline std::size_t outstanding = 0, calls = 0;
+    static inline std::map<void*, std::size_t> sizes;
+    static void* allocate(std::size_t bytes) {
+        void* pointer = std::malloc(bytes);
+        sizes[pointer] = bytes;
+        outstanding += bytes;
+        ++calls;
+        return pointer;
+    }
+    static void free(void* pointer) {
+        outstanding -= sizes.at(pointer);
+        sizes.erase(pointer);
+        std::free(pointer);
+    }
+};
+
+TEST_CASE("allocator: blocks of sizes no longer asked for go back once it holds 1.5x its peak in use") {
+    CountingSystem::outstanding = CountingSystem::calls = 0;
+    CachingAllocator allocator({CountingSystem::allocate, CountingSystem::free});
+    // Forty buffers of forty classes in turn (64 KiB up to 56 MiB), one at a time, as a batch
+    // padded to another length each step asks: the peak in use is the largest, and without the
+    // limit all forty would stay cached.
+    std::size_t most = 0, held_most = 0, bytes = std::size_t{1} << 16;
+    for (int i = 0; i < 40; ++i, bytes = CachingAllocator::size_class(bytes + 1)) {
+        void* pointer = allocator.allocate(bytes);
+        most = std::max(most, CachingAllocator::size_class(bytes));
+        held_most = std::max(held_most, CountingSystem::outstanding);
+        CHECK(static_cast<double>(CountingSystem::outstanding) <= CachingAllocator::kHeldLimit * static_cast<double>(most));
+        allocator.release(pointer, bytes);
+    }
+    CHECK(CountingSystem::calls == 40);
+    CHECK(held_most < 2 * most);  // all forty would be over 4 times the largest
+    allocator.empty_cache();
+    CHECK(CountingSystem::outstanding == 0);
+}
+
+TEST_CASE("allocator: a repeated pattern of requests is served from the cache after its first round") {
+    CountingSystem::outstanding = CountingSystem::calls = 0;
+    CachingAllocator allocator({CountingSystem::allocate, CountingSystem::free});
+    // A step: three buffers alive at once, freed, then a smaller one alone (held 1.1x the peak).
+    auto step = [&] {
+        std::vector<std::size_t> sizes{3000000, 2000000, 1000000};
+        std::vector<void*> live;
+        for (std::size_t bytes : sizes) live.push_back(allocator.allocate(bytes));
+        for (size_t i = 0; i < live.size(); ++i) allocator.release(live[i], sizes[i]);
+        void* alone = allocator.allocate(600000);
+        allocator.release(alone, 600000);
+    };
+    step();
+    const std::size_t first_round = CountingSystem::calls;
+    for (int round = 0; round < 5; ++round) step();
+    CHECK(first_round == 4);
+    CHECK(CountingSystem::calls == first_round);
+    allocator.empty_cache();
+    CHECK(CountingSystem::outstanding == 0);
 }
 
 TEST_CASE("random: the same seed gives bit-identical draws for any thread count") {
