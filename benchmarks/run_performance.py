@@ -10,12 +10,12 @@ by side, in one run.
 The peer is current PyTorch from PyPI (with transformers and sentence-transformers for item 7),
 installed into nce's cache by scripts/python_peers.sh, never the system Python; --python names
 another Python with PyTorch (e.g. /usr/bin/python3 for Debian's 1.13, run with
-ATEN_CPU_CAPABILITY=avx512). Both sides run with OPENBLAS_CORETYPE unset (OpenBLAS picks its kernels for this CPU;
---openblas-coretype names one for both, where OpenBLAS does not know the CPU) and
-the same thread count: nce through NCE_NUM_THREADS and --threads (with OPENBLAS_NUM_THREADS=1:
-nce splits the GEMMs over its own threads and never uses OpenBLAS's), PyTorch through
-torch.set_num_threads with OMP_WAIT_POLICY=PASSIVE, and as a
-careful user runs it: glibc's MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ at 16 GiB and
+ATEN_CPU_CAPABILITY=avx512). Both sides run with OPENBLAS_CORETYPE unset (OpenBLAS picks
+its kernels for this CPU; --openblas-coretype names one for both, where OpenBLAS does not
+know the CPU) and the same thread count: nce through NCE_NUM_THREADS and --threads (with
+OPENBLAS_NUM_THREADS=1: nce splits the GEMMs over its own threads and never uses OpenBLAS's),
+PyTorch through torch.set_num_threads with OMP_WAIT_POLICY=PASSIVE, and as a careful user
+runs it: glibc's MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ at 16 GiB and
 MALLOC_TOP_PAD_ at 1 GiB, so that its big buffers are reused instead of faulted in afresh at
 every step (issue 20 measured it 2.5-5x slower without them, which would flatter nce). Every
 configuration is one process per side (so peak_rss_mib, getrusage's ru_maxrss, is that
@@ -45,8 +45,8 @@ every target passes):
      reported, not failed.
      --precision-only runs this item alone.
   7. A pretrained encoder's work (issue 45), against transformers' BertModel: the
-     all-MiniLM-L6-v2 fine-tuning step (32 pairs of 128 tokens, InfoNCE tau 0.05, AdamW) and encoding (64 texts of 128 tokens a batch, no
-     gradient), float32 and bfloat16 (nce --gemm-precision bfloat16, PyTorch autocast).
+     all-MiniLM-L6-v2 fine-tuning step (32 pairs of 128 tokens, InfoNCE tau 0.05, AdamW) and
+     encoding (64 texts of 128 tokens a batch, no gradient), float32 and bfloat16 (nce --gemm-precision bfloat16, PyTorch autocast).
      Targets: step >= 1.5x PyTorch in each precision, encoding >= 2x; a precision this CPU
      cannot run (bfloat16 without AVX-512 BF16 or AMX) is reported, not failed.
      --minilm-only runs this item alone; --init FOLDER uses a folder's weights on both sides.
