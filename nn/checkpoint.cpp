@@ -235,6 +235,10 @@ std::string config_to_json(const ModelConfig& config) {
         json["attention_dropout"] = config.attention_dropout;
         json["pooling"] = config.pooling;
         json["normalize"] = config.normalize;
+        // Only where it says more than the position scheme (xlm-roberta), so others are stored as before.
+        const std::string implied = config.position_offset > 0 ? "roberta" : "bert";
+        if (!config.hugging_face_type.empty() && config.hugging_face_type != implied)
+            json["hugging_face_type"] = config.hugging_face_type;
     }
     return json.dump();
 }
@@ -257,7 +261,8 @@ ModelConfig config_from_json(const std::string& text, const std::string& source)
     static const std::vector<std::string> optional = {"learnable_temperature", "min_temperature", "max_temperature",
                                                       "query_prompt", "passage_prompt", "lexical_dim",
                                                       "term_weights", "max_position_embeddings", "type_vocab_size",
-                                                      "position_offset", "attention_dropout", "pooling", "normalize"};
+                                                      "position_offset", "attention_dropout", "pooling", "normalize",
+                                                      "hugging_face_type"};
     for (const std::string& key : required)
         NCE_CHECK(json.contains(key), "{}: nce_config has no '{}' (it needs: {})", source, key,
                   fmt::join(required, ", "));
@@ -291,6 +296,8 @@ ModelConfig config_from_json(const std::string& text, const std::string& source)
         NCE_CHECK(config.kind == "bert" || !json.contains(key), "{}: nce_config key '{}' is a bert's, not a {}'s",
                   source, key, config.kind);
     }
+    NCE_CHECK(config.kind == "bert" || !json.contains("hugging_face_type"),
+              "{}: nce_config key 'hugging_face_type' is a bert's, not a {}'s", source, config.kind);
     if (config.kind == "bert") {
         config.max_position_embeddings = integer_field(json, "max_position_embeddings", source);
         config.type_vocab_size = integer_field(json, "type_vocab_size", source);
@@ -298,6 +305,12 @@ ModelConfig config_from_json(const std::string& text, const std::string& source)
         config.attention_dropout = number_field(json, "attention_dropout", source);
         config.pooling = string_field(json, "pooling", source);
         config.normalize = bool_field(json, "normalize", source);
+        if (json.contains("hugging_face_type")) {
+            config.hugging_face_type = string_field(json, "hugging_face_type", source);
+            NCE_CHECK(config.hugging_face_type == "xlm-roberta" && config.position_offset > 0,
+                      "{}: nce_config's hugging_face_type is \"{}\"; only \"xlm-roberta\" (with a position_offset) "
+                      "is stored", source, config.hugging_face_type);
+        }
     }
     if (json.contains("learnable_temperature"))
         config.learnable_temperature = bool_field(json, "learnable_temperature", source);

@@ -52,6 +52,10 @@ struct ModelConfig {
     int64_t position_offset = 0;
     double attention_dropout = 0.1;       // attention_probs_dropout_prob
     std::string pooling = "mean";         // "mean", "cls", "max" or "mean_sqrt_len" (1_Pooling/config.json)
+    // config.json's model_type, written back as read: "bert", "roberta" or "xlm-roberta" (the
+    // same encoder as RoBERTa; transformers pairs it with XLM-R's tokenizer). Empty: "bert"
+    // without a position offset, "roberta" with one.
+    std::string hugging_face_type;
     bool normalize = true;                // 2_Normalize: unit rows; false: the pooled vector as it is
 };
 

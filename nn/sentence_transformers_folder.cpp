@@ -153,6 +153,7 @@ ModelConfig read_model_config(const fs::path& file) {
         config.position_offset = integer_key(json, "pad_token_id", file) + 1;
     }
     config.max_len = config.max_position_embeddings - config.position_offset;
+    config.hugging_face_type = model_type;
     return config;
 }
 
@@ -431,11 +432,19 @@ void write_json(const fs::path& path, const Json& json) {
     NCE_CHECK(out.good(), "save_sentence_transformers: writing '{}' failed", path.string());
 }
 
+// config.json's model_type: as read, or what the position scheme implies.
+std::string hugging_face_type(const ModelConfig& c) {
+    if (!c.hugging_face_type.empty()) return c.hugging_face_type;
+    return c.position_offset > 0 ? "roberta" : "bert";
+}
+
 Json hugging_face_config(const ModelConfig& c, Dtype dtype) {
     const bool roberta = c.position_offset > 0;
+    const std::string type = hugging_face_type(c);
+    const char* architecture = type == "xlm-roberta" ? "XLMRobertaModel" : roberta ? "RobertaModel" : "BertModel";
     return Json{
-        {"architectures", {roberta ? "RobertaModel" : "BertModel"}},
-        {"model_type", roberta ? "roberta" : "bert"},
+        {"architectures", {architecture}},
+        {"model_type", type},
         {"vocab_size", c.vocab_size},
         {"hidden_size", c.d_model},
         {"num_hidden_layers", c.num_layers},
