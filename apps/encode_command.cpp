@@ -27,6 +27,7 @@
 
 #include "apps/commands.h"
 #include "retrieval/device_name.h"
+#include "retrieval/model_names.h"
 #include "retrieval/text_model.h"
 #include "retrieval/tokenizer_fingerprint.h"
 #include "data/reader_support.h"
@@ -171,8 +172,9 @@ Tensor read_mask(const EncodeOptionsCli& options, const Tensor& input) {
     return mask;
 }
 
-int run(const EncodeOptionsCli& options) {
+int run(EncodeOptionsCli options) {
     NCE_CHECK(!options.model_path.empty(), "encode: --model CKPT.safetensors is required");
+    options.model_path = retrieval::resolve_model_name(options.model_path, "encode: --model");
     int inputs = !options.features_path.empty() + !options.tokens_path.empty() + !options.text_path.empty();
     NCE_CHECK(inputs == 1, "encode: pass exactly one of --features X.npy (sig_predictor), --tokens T.npy or --text "
               "FILE (text_encoder)");
@@ -236,7 +238,7 @@ int run(const EncodeOptionsCli& options) {
 void add_encode_command(CLI::App& app, int& exit_code) {
     auto options = std::make_shared<EncodeOptionsCli>();
     CLI::App* command = app.add_subcommand("encode", "Embed inputs with a checkpoint's model (eval mode) into a .npy file");
-    command->add_option("--model", options->model_path, "Model or training checkpoint (.safetensors with nce_config), or a sentence-transformers folder");
+    command->add_option("--model", options->model_path, "Model or training checkpoint (.safetensors with nce_config), a sentence-transformers folder, or the name of one scripts/pretrained.sh installed");
     command->add_option("--features", options->features_path, "Features [B, T, in_dim] .npy (float), for a sig_predictor");
     command->add_option("--tokens", options->tokens_path, "Token ids [B, T] .npy (int64), for a text_encoder");
     command->add_option("--text", options->text_path, "Texts, one per line (UTF-8), for a text_encoder");

@@ -1,5 +1,6 @@
 // Run configuration: defaults <- JSON file <- flags, through one JSON form of RunConfig.
 #include "retrieval/run_config.h"
+#include "retrieval/model_names.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -167,7 +168,8 @@ const std::vector<Setting>& settings() {
          "evaluations without improvement before stopping (0: never)"},
         {"init", "Where training starts", &RunConfig::init, {},
          "model to start from: a sentence-transformers or Hugging Face encoder folder (its tokenizer, fine-tuning "
-         "defaults), or an nce checkpoint of the same kind and size; train skips corpus pretraining"},
+         "defaults) or the name of one scripts/pretrained.sh installed (e.g. multilingual-e5-small), or an nce "
+         "checkpoint of the same kind and size; train skips corpus pretraining"},
         {"pretrain_steps", "Where training starts", &RunConfig::pretrain_steps, {},
          "corpus pretraining steps before the pairs (-1: sized to the corpus, 0: none)"},
         {"pretrain_batch_size", "Where training starts", &RunConfig::pretrain_batch_size, {},
@@ -544,6 +546,7 @@ RunConfig RunConfigOptions::resolve_from(RunConfig config) const {
     if (no_pretrain_) config.pretrain_steps = 0;
     if (checkpoint_activations_) config.checkpoint_activations = true;
     if (lenient_) config.app["lenient"] = true;
+    config.init = resolve_model_name(config.init, "--init");  // a name: the folder scripts/pretrained.sh made
     // A warmup the user did not set follows a shorter step budget: at most a tenth of it.
     if (!chosen("warmup_steps")) config.warmup_steps = std::min(config.warmup_steps, config.max_steps / 10);
     validate_run_config(config);
