@@ -10,6 +10,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "engine/npy.h"
 #include "retrieval/text_model.h"
 #include "retrieval/tokenizer_fingerprint.h"
 #include "engine/atomic_file.h"
@@ -143,6 +144,7 @@ IndexSummary build_passage_index(const std::string& index_dir, nn::EmbeddingMode
     fs::create_directories(index_dir, error);
     NCE_CHECK(!error && fs::is_directory(index_dir), "--index {}: cannot create the folder; choose another path", index_dir);
     index.save((fs::path(index_dir) / "index.faiss").string());
+    write_npy((fs::path(index_dir) / "embeddings.npy").string(), embeddings);
     std::string lines;
     for (const PassageChunk& chunk : chunks)
         lines += nlohmann::json{{"passage_id", chunk.passage_id}, {"group", chunk.group}, {"text", chunk.text}}.dump() + "\n";

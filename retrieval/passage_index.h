@@ -11,6 +11,8 @@
 //
 // An index folder holds everything a search needs, so it can be moved on its own:
 //   index.faiss        faiss::IndexFlatIP over the chunks' float32 embeddings
+//   embeddings.npy     the same embeddings, float32 [chunks, d], in index order (for another
+//                      store: python/nce_chroma.py writes them into a ChromaDB collection)
 //   chunks.jsonl       one line per chunk, in index order: {"passage_id", "group", "text"}
 //   model.safetensors  the model that encoded them (a copy)
 //   tokenizer.model    its tokenizer (a copy)

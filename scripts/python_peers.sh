@@ -7,6 +7,7 @@
 # Sets:
 #   tokenizers             Hugging Face's tokenizers alone (token-id references)
 #   sentence-transformers  sentence-transformers, transformers and PyTorch (embedding references, peers)
+#   chromadb               ChromaDB (python/nce_chroma.py serves an index from a collection)
 #
 # Each set lives in $NCE_CACHE/python/<set> (default ~/.cache/nce), installed with pip
 # --target, never into the system Python; a second call finds it and downloads nothing.
@@ -16,7 +17,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/cache_dir.sh"
 case "${1:-}" in
     tokenizers) packages=(--no-deps "tokenizers==0.23.3") ;;
     sentence-transformers) packages=("sentence-transformers==6.2.0" "transformers==5.23.0" "torch==2.15.0") ;;
-    *) echo "usage: bash scripts/python_peers.sh tokenizers|sentence-transformers" >&2; exit 2 ;;
+    chromadb) packages=("chromadb==1.5.9") ;;
+    *) echo "usage: bash scripts/python_peers.sh tokenizers|sentence-transformers|chromadb" >&2; exit 2 ;;
 esac
 
 target="$nce_cache/python/$1"
