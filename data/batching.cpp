@@ -177,6 +177,23 @@ void choose_in_batch_negatives(Batch& batch, const std::vector<bool>& wants_in_b
     batch.rows = std::move(kept);
 }
 
+// The shuffled units reordered group by group, the groups in a random order; within a group
+// they keep their shuffled order.
+void order_by_group(std::vector<Unit>& units, const RetrievalDataset& dataset, Generator& generator) {
+    std::vector<std::string> groups;
+    std::map<std::string, size_t> place;
+    for (const Unit& unit : units) {
+        const std::string& group = dataset.queries[static_cast<size_t>(unit.query)].group;
+        if (place.emplace(group, groups.size()).second) groups.push_back(group);
+    }
+    shuffle(groups, generator);
+    for (size_t i = 0; i < groups.size(); ++i) place[groups[i]] = i;
+    std::stable_sort(units.begin(), units.end(), [&](const Unit& a, const Unit& b) {
+        return place.at(dataset.queries[static_cast<size_t>(a.query)].group) <
+               place.at(dataset.queries[static_cast<size_t>(b.query)].group);
+    });
+}
+
 // Packs units (already shuffled) into batches and writes their rows: one per answer, the
 // unit's position in the batch as qid, its hard negatives as every row's negatives.
 std::vector<Batch> pack(const std::vector<Unit>& units, const RetrievalDataset& dataset, const BatchOptions& options,
@@ -263,6 +280,7 @@ BatchPlan make_batches(const RetrievalDataset& dataset, const BatchOptions& opti
     std::vector<std::vector<Relevance>> answers = answers_by_question(dataset, plan.skipped);
     std::vector<Unit> units = make_units(answers, options, generator, plan.skipped);
     shuffle(units, generator);
+    if (options.by_group) order_by_group(units, dataset, generator);
 
     if (options.strategy != BatchStrategy::Listwise) {
         plan.batches = pack(units, dataset, options, generator, plan.skipped);

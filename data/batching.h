@@ -82,6 +82,10 @@ struct BatchOptions {
     int64_t batch_size = 32;  // the most rows a batch holds (a question's rows are never split)
     uint64_t seed = 0;
     bool no_duplicates = true;  // no query text and no passage text twice in one batch
+    // The questions of one group (Query::group: an article, a thread) side by side, the groups
+    // in a random order: a batch then holds few groups, and its in-batch negatives are mostly
+    // other passages of its rows' own groups. false: questions in a random order.
+    bool by_group = false;
     // Leave out the last batch when it is not full (listwise: the last of each K, full at
     // (batch_size / K)·K rows). Other batches can be short too where no_duplicates held
     // questions back; a trainer skips batches with fewer rows than its loss needs.

@@ -133,6 +133,9 @@ const std::vector<Setting>& settings() {
         {"loss", "Training", &RunConfig::loss, training_loss_names(),
          "training loss (retrieval/training.h: the batches each draws; its parameters: nce loss --list)"},
         {"loss_parameters", "Training", &RunConfig::loss_parameters, {}, nullptr},
+        {"batch_grouping", "Training", &RunConfig::batch_grouping, {"random", "by_group"},
+         "which questions share a batch: random (from the whole split), or by_group (one article's or thread's "
+         "side by side, so the in-batch negatives are its other passages: harder ones)"},
         {"triplet_negatives", "Training", &RunConfig::triplet_negatives, {"hard_negative", "in_batch", "mixed"},
          "triplet's negatives: hard_negative, in_batch, mixed"},
         {"batch_size", "Training", &RunConfig::batch_size, {},

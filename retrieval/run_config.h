@@ -83,6 +83,10 @@ struct RunConfig {
     std::map<std::string, std::string> loss_parameters;  // e.g. {"tau": "0.05"}; unset ones take the catalogue's default
     data::TripletNegatives triplet_negatives = data::TripletNegatives::Mixed;  // "hard_negative", "in_batch", "mixed"
     int64_t batch_size = 64;
+    // "random": each batch's questions drawn from the whole training split; "by_group": the
+    // questions of one group (an article, a thread) side by side, the groups in a random order,
+    // so most in-batch negatives come from the rows' own groups (data/batching.h).
+    std::string batch_grouping = "random";
     // GradCache (nn/grad_cache.h): embed a batch this many rows at a time, with the exact
     // gradient of the whole batch's loss; 0: the whole batch at once. infonce,
     // infonce_symmetric and matryoshka only.

@@ -41,6 +41,7 @@ std::vector<data::Batch> usable_batches(const data::RetrievalDataset& train, con
     options.batch_size = config.batch_size;
     options.seed = config.seed * 1000003 + static_cast<uint64_t>(epoch);
     options.triplet_negatives = config.triplet_negatives;
+    options.by_group = config.batch_grouping == "by_group";
     options.drop_last = false;
     std::vector<data::Batch> batches;
     for (data::Batch& batch : data::make_batches(train, options).batches)

@@ -662,6 +662,38 @@ TEST_CASE("batching: same seed gives the same batches, another seed another orde
     }
 }
 
+TEST_CASE("batching by_group: one group's questions side by side, groups in a seeded order, the same rows") {
+    // 40 questions in 8 groups of 5, each with its own passage; batches of 5.
+    RetrievalDataset dataset;
+    for (int q = 0; q < 40; ++q) {
+        const std::string group = "g" + std::to_string(q % 8);
+        dataset.queries.push_back({"q" + std::to_string(q), "question " + std::to_string(q), group});
+        dataset.passages.push_back({"p" + std::to_string(q), "passage " + std::to_string(q), group});
+        dataset.relevance.push_back({q, q, 1.0, 0, false});
+    }
+    const auto groups_per_batch = [&](const BatchPlan& plan) {
+        std::vector<size_t> counts;
+        for (const Batch& batch : plan.batches) {
+            std::set<std::string> groups;
+            for (const BatchRow& row : batch.rows) groups.insert(dataset.queries[row.query].group);
+            counts.push_back(groups.size());
+        }
+        return counts;
+    };
+    BatchOptions options = options_for(BatchStrategy::InfoNce, 5, 3);
+    const BatchPlan random = make_batches(dataset, options);
+    options.by_group = true;
+    const BatchPlan grouped = make_batches(dataset, options);
+    CHECK(all_rows(grouped) == all_rows(random));
+    for (size_t count : groups_per_batch(grouped)) CHECK(count == 1);  // each batch is one group
+    size_t mixed = 0;
+    for (size_t count : groups_per_batch(random)) mixed += count > 1;
+    CHECK(mixed > 4);
+    CHECK(batches_as_keys(make_batches(dataset, options)) == batches_as_keys(grouped));
+    options.seed = 4;
+    CHECK(batches_as_keys(make_batches(dataset, options)) != batches_as_keys(grouped));
+}
+
 // Duplicates on purpose: q1 repeats q0's text; q2's answer p2 has the text of q0's answer
 // p0; q3 and q4 share one passage (p3), as KorQuAD's questions share their paragraph; q5's
 // second answer repeats its first answer's text; q6, q7 are plain.
