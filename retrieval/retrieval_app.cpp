@@ -206,7 +206,7 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     const bool fine_tuning = is_model_folder(config.init);
     if (fine_tuning) {
         std::string settings =
-            use_fine_tuning_defaults(config, app.defaults, static_cast<int64_t>(splits.train.queries.size()));
+            use_fine_tuning_defaults(config, app, static_cast<int64_t>(splits.train.queries.size()));
         config.pretrain_steps = 0;
         fmt::print("fine-tuning {}: {}; no corpus pretraining\n", config.init, settings);
     }

@@ -74,6 +74,15 @@ struct RetrievalApp {
     // `index` does) and scored as its best chunk, so a long passage is read whole instead of
     // truncated; false: each passage is encoded once, truncated at max_passage_length.
     bool chunked_passages = false;
+    // What `--init FOLDER` sets beside the fine-tuning defaults every app shares
+    // (run_preparation.h), each only where the user left the app's from-scratch default;
+    // an empty field changes nothing.
+    struct FineTuning {
+        std::string loss;            // e.g. "infonce" (MultipleNegativesRankingLoss at its tau 0.05: scale 20)
+        int64_t batch_size = 0;
+        std::string batch_grouping;  // "by_group": in-batch negatives from the rows' own groups
+    };
+    FineTuning fine_tuning;
     // The data set of a run: config.data when set, else the app's generated default (which
     // it may write into config.output, e.g. the generated KorQuAD JSON). Must throw nce::Error
     // naming the file on missing or malformed data.

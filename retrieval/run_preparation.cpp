@@ -246,9 +246,24 @@ void use_model_dropout(RunConfig& config, const RunConfig& from_scratch) {
     if (config.dropout == from_scratch.dropout) config.dropout = nn::sentence_transformers_config(config.init).dropout;
 }
 
-std::string use_fine_tuning_defaults(RunConfig& config, const RunConfig& from_scratch, int64_t training_queries) {
+std::string use_fine_tuning_defaults(RunConfig& config, const RetrievalApp& app, int64_t training_queries) {
+    const RunConfig& from_scratch = app.defaults;
     use_model_dropout(config, from_scratch);
     std::vector<std::string> changed;
+    const RetrievalApp::FineTuning& own = app.fine_tuning;
+    if (!own.loss.empty() && config.loss == from_scratch.loss && own.loss != config.loss) {
+        config.loss = own.loss;
+        changed.push_back(fmt::format("loss {} (--loss)", own.loss));
+    }
+    if (own.batch_size > 0 && config.batch_size == from_scratch.batch_size && own.batch_size != config.batch_size) {
+        config.batch_size = own.batch_size;
+        changed.push_back(fmt::format("batches of {} (--batch-size)", own.batch_size));
+    }
+    if (!own.batch_grouping.empty() && config.batch_grouping == from_scratch.batch_grouping &&
+        own.batch_grouping != config.batch_grouping) {
+        config.batch_grouping = own.batch_grouping;
+        changed.push_back(fmt::format("batches {} (--batch-grouping)", own.batch_grouping));
+    }
     if (config.max_steps == from_scratch.max_steps) {
         config.max_steps = std::max<int64_t>(1, (training_queries + config.batch_size - 1) / config.batch_size);
         changed.push_back(fmt::format("one epoch of {} steps (--max-steps)", config.max_steps));

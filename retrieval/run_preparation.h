@@ -65,11 +65,12 @@ inline constexpr double kFineTuningLearningRate = 2e-5;
 void use_model_dropout(RunConfig& config, const RunConfig& from_scratch);
 
 // A pretrained model wants a short run at a small learning rate with warmup: each setting of
-// `config` still at its from-scratch default (`from_scratch`) takes the fine-tuning one (one
+// `config` still at the app's from-scratch default takes the fine-tuning one (the app's own
+// loss, batch size and batch grouping where it names them, RetrievalApp::fine_tuning; one
 // epoch over `training_queries`, 2e-5, a tenth of the steps of warmup, validation four times,
 // the model's own dropout).
 // Returns what changed and the lengths, for the run to print.
-std::string use_fine_tuning_defaults(RunConfig& config, const RunConfig& from_scratch, int64_t training_queries);
+std::string use_fine_tuning_defaults(RunConfig& config, const RetrievalApp& app, int64_t training_queries);
 
 // "tokenizer: N pieces (path)", then whether it reads names as words, and when the text filled
 // fewer pieces than vocab_size allows, so.

@@ -102,7 +102,7 @@ ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const 
     config.max_passage_length = sizing.max_passage_length;
     if (fine_tuning) {
         std::string settings_changed = retrieval::use_fine_tuning_defaults(
-            config, app.defaults, static_cast<int64_t>(splits.train.queries.size()));
+            config, app, static_cast<int64_t>(splits.train.queries.size()));
         config.pretrain_steps = 0;
         fmt::print("every loss fine-tunes {}: {}; no corpus pretraining\n", config.init, settings_changed);
     }
