@@ -79,10 +79,9 @@ retrieval::RetrievalApp korquad_app() {
     app.chunk_overlap = 24;
     app.chunked_passages = true;  // KorQuAD contexts run long: the model reads them whole, in chunks
     app.load_dataset = load_korquad;
-    // From a pretrained model (docs/pretrained.md measured each): MultipleNegativesRankingLoss
-    // at scale 20 in batches of 32, one article's questions side by side so that the in-batch
-    // negatives are its other paragraphs.
-    app.fine_tuning = {"infonce", 32, "by_group"};
+    // From a pretrained model: MultipleNegativesRankingLoss at scale 20 in batches of 32
+    // (docs/pretrained.md has what else was measured).
+    app.fine_tuning = {"infonce", 32};
     app.extra_results = [](const retrieval::RunConfig& config) {
         nlohmann::json facts = {{"task", "question -> paragraph, split by article"}};
         if (config.data.empty()) facts["generated_data"] = {{"file", generated_path(config)}, {"articles", generated_articles(config)}};

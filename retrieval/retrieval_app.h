@@ -80,7 +80,6 @@ struct RetrievalApp {
     struct FineTuning {
         std::string loss;            // e.g. "infonce" (MultipleNegativesRankingLoss at its tau 0.05: scale 20)
         int64_t batch_size = 0;
-        std::string batch_grouping;  // "by_group": in-batch negatives from the rows' own groups
     };
     FineTuning fine_tuning;
     // The data set of a run: config.data when set, else the app's generated default (which

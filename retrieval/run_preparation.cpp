@@ -259,11 +259,6 @@ std::string use_fine_tuning_defaults(RunConfig& config, const RetrievalApp& app,
         config.batch_size = own.batch_size;
         changed.push_back(fmt::format("batches of {} (--batch-size)", own.batch_size));
     }
-    if (!own.batch_grouping.empty() && config.batch_grouping == from_scratch.batch_grouping &&
-        own.batch_grouping != config.batch_grouping) {
-        config.batch_grouping = own.batch_grouping;
-        changed.push_back(fmt::format("batches {} (--batch-grouping)", own.batch_grouping));
-    }
     if (config.max_steps == from_scratch.max_steps) {
         config.max_steps = std::max<int64_t>(1, (training_queries + config.batch_size - 1) / config.batch_size);
         changed.push_back(fmt::format("one epoch of {} steps (--max-steps)", config.max_steps));

@@ -66,7 +66,7 @@ void use_model_dropout(RunConfig& config, const RunConfig& from_scratch);
 
 // A pretrained model wants a short run at a small learning rate with warmup: each setting of
 // `config` still at the app's from-scratch default takes the fine-tuning one (the app's own
-// loss, batch size and batch grouping where it names them, RetrievalApp::fine_tuning; one
+// loss and batch size where it names them, RetrievalApp::fine_tuning; one
 // epoch over `training_queries`, 2e-5, a tenth of the steps of warmup, validation four times,
 // the model's own dropout).
 // Returns what changed and the lengths, for the run to print.
