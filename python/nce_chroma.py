@@ -51,13 +51,18 @@ def _client(path):
     return chromadb.PersistentClient(path=path, settings=chromadb.config.Settings(anonymized_telemetry=False))
 
 
-def read_index(index_dir):
-    """The index folder's chunks (dicts with passage_id, group, text), embeddings [chunks, d] and index.json."""
+def read_index_info(index_dir):
+    """The index folder's index.json (its lengths, prompts and counts)."""
     info_path = os.path.join(index_dir, "index.json")
     if not os.path.isfile(info_path):
         raise Error(f"{index_dir}: no index.json, so no complete index folder there (nce <app> index --index DIR writes one)")
     with open(info_path, encoding="utf-8") as f:
-        info = json.load(f)
+        return json.load(f)
+
+
+def read_index(index_dir):
+    """The index folder's chunks (dicts with passage_id, group, text), embeddings [chunks, d] and index.json."""
+    info = read_index_info(index_dir)
     embeddings_path = os.path.join(index_dir, "embeddings.npy")
     if not os.path.isfile(embeddings_path):
         raise Error(f"{index_dir}: no embeddings.npy (an index written before nce kept them); run nce <app> index again")
@@ -113,7 +118,7 @@ def write_collection(index_dir, chroma_dir, name=COLLECTION):
 def query_embedding(index_dir, query, model=None):
     """The query's embedding [1, d] by the index folder's model, after its query prompt, as nce search reads it."""
     import nce
-    _, _, info = read_index(index_dir)
+    info = read_index_info(index_dir)
     model = model or nce.load_model(os.path.join(index_dir, "model.safetensors"))
     return model.encode([query], prompt="query", max_length=int(info["max_query_length"]))
 
