@@ -27,6 +27,7 @@
 #include "retrieval/svg_charts.h"
 #include "retrieval/term_share.h"
 #include "retrieval/text_model.h"
+#include "retrieval/bm25_negatives.h"
 #include "retrieval/training_windows.h"
 #include "distributed/rank_output_folder.h"
 #include "distributed/world.h"
@@ -238,12 +239,21 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
         }
     }
 
-    // Long passages: each query trains on the window that holds its answer (training_windows.h).
     data::RetrievalDataset train = splits.train;
+    if (config.bm25_negatives > 0) {
+        MinedNegatives mined = add_bm25_negatives(train, config.bm25_negatives, app.bm25_variants.back(),
+                                                  eval::Bm25Parameters{config.bm25_k1, config.bm25_b});
+        fmt::print("BM25 hard negatives ({}): {} for {} training questions ({} got fewer than {})\n",
+                   eval::lexical_tokens_name(app.bm25_variants.back()), mined.negatives, mined.questions,
+                   mined.short_rankings, config.bm25_negatives);
+        facts["bm25_negatives"] = {{"per_question", config.bm25_negatives}, {"added", mined.negatives},
+                                   {"questions_short", mined.short_rankings}};
+    }
+    // Long passages: each query trains on the window that holds its answer (training_windows.h).
     if (app.chunked_passages) {
         int64_t window = passage_window(tokenizer, model->config().passage_prompt, config.max_passage_length,
                                         app.chunk_overlap);  // room for the passage prompt
-        TrainingWindows windows = training_windows(splits.train, tokenizer, window, app.chunk_overlap);
+        TrainingWindows windows = training_windows(train, tokenizer, window, app.chunk_overlap);
         fmt::print("training windows: {} of {} training passages are longer than {} tokens; {} of {} positives moved off "
                    "the first window ({} placed by the answer's position, {} by words shared with the query)\n",
                    windows.passages_split, splits.train.passages.size(), window, windows.moved,
@@ -330,8 +340,8 @@ RunOutcome run_pretrain(const RetrievalApp& app, const RunConfig& given_config) 
     create_output_folder(config.output);
     data::Tokenizer tokenizer = sized_run_tokenizer(app, config, splits, files);
     if (adapting) {  // warmup is pretraining's own (a tenth of its steps)
-        if (config.learning_rate == app.defaults.learning_rate) config.learning_rate = kFineTuningLearningRate;
-        use_model_dropout(config, app.defaults);
+        if (config.chosen.count("learning_rate") == 0) config.learning_rate = kFineTuningLearningRate;
+        use_model_dropout(config);
         fmt::print("adapting {} to the corpus: learning rate {:g} (--learning-rate); lengths within its max_seq_length "
                    "(queries {}, passages {} tokens)\n", config.init, config.learning_rate, config.max_query_length,
                    config.max_passage_length);

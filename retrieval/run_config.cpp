@@ -136,6 +136,9 @@ const std::vector<Setting>& settings() {
         {"batch_grouping", "Training", &RunConfig::batch_grouping, {"random", "by_group"},
          "which questions share a batch: random (from the whole split), or by_group (one article's or thread's "
          "side by side, so the in-batch negatives are its other passages: harder ones)"},
+        {"bm25_negatives", "Training", &RunConfig::bm25_negatives, {},
+         "hard negatives per training question: the training passages BM25 ranks highest that do not answer it, "
+         "read as the data's hard negatives by the losses that take them (retrieval/training.h; 0: none)"},
         {"triplet_negatives", "Training", &RunConfig::triplet_negatives, {"hard_negative", "in_batch", "mixed"},
          "triplet's negatives: hard_negative, in_batch, mixed"},
         {"batch_size", "Training", &RunConfig::batch_size, {},
@@ -433,6 +436,7 @@ void validate_run_config(const RunConfig& c) {
     non_negative(c.max_grad_norm, "max_grad_norm");
     non_negative(static_cast<double>(c.evaluate_every), "evaluate_every");
     non_negative(static_cast<double>(c.patience), "patience");
+    non_negative(static_cast<double>(c.bm25_negatives), "bm25_negatives");
     NCE_CHECK(c.pretrain_steps >= -1, "config: pretrain_steps must be -1 (sized to the corpus), 0 (none) or a step "
               "count, got {} (flag --pretrain-steps)", c.pretrain_steps);
     NCE_CHECK(c.pretrain_batch_size >= 2, "config: pretrain_batch_size must be at least 2, got {} (flag "
@@ -553,6 +557,11 @@ RunConfig RunConfigOptions::resolve_from(RunConfig config) const {
     // A warmup the user did not set follows a shorter step budget: at most a tenth of it.
     if (!chosen("warmup_steps")) config.warmup_steps = std::min(config.warmup_steps, config.max_steps / 10);
     validate_run_config(config);
+    for (const Setting& setting : settings())
+        if (chosen(setting.name)) config.chosen.insert(setting.name);
+    if (no_pretrain_) config.chosen.insert("pretrain_steps");
+    if (checkpoint_activations_) config.chosen.insert("checkpoint_activations");
+    if (!loss_parameter_settings_.empty()) config.chosen.insert("loss_parameters");
     if (config.gemm_precision.empty()) config.gemm_precision = gemm_precision_name(gemm_precision());
     return config;
 }

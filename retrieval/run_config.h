@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,12 @@ struct RunConfig {
     double validation_fraction = 0.1;
     double test_fraction = 0.2;
 
+    // The settings the user chose, by name (a flag given, or a key of the --config file):
+    // filled by RunConfigOptions::resolve(). Defaults that depend on the run (fine-tuning's
+    // learning rate, a model's own dropout) replace only the settings not in it. Not written
+    // to config.json.
+    std::set<std::string> chosen;
+
     // ---- tokenizer (SentencePiece, trained on the training split's texts) ----
     int64_t vocab_size = 4000;
     data::TokenizerModelType tokenizer_type = data::TokenizerModelType::Unigram;  // "unigram" or "bpe" in JSON and flags
@@ -87,6 +94,9 @@ struct RunConfig {
     // questions of one group (an article, a thread) side by side, the groups in a random order,
     // so most in-batch negatives come from the rows' own groups (data/batching.h).
     std::string batch_grouping = "random";
+    // Hard negatives mined with BM25 on the training split (retrieval/bm25_negatives.h): each
+    // training question gets this many, added to its batches; 0: none.
+    int64_t bm25_negatives = 0;
     // GradCache (nn/grad_cache.h): embed a batch this many rows at a time, with the exact
     // gradient of the whole batch's loss; 0: the whole batch at once. infonce,
     // infonce_symmetric and matryoshka only.

@@ -242,36 +242,36 @@ data::DatasetSplits split_for_app(const RetrievalApp& app, const data::Retrieval
     return splits;
 }
 
-void use_model_dropout(RunConfig& config, const RunConfig& from_scratch) {
-    if (config.dropout == from_scratch.dropout) config.dropout = nn::sentence_transformers_config(config.init).dropout;
+void use_model_dropout(RunConfig& config) {
+    if (config.chosen.count("dropout") == 0) config.dropout = nn::sentence_transformers_config(config.init).dropout;
 }
 
 std::string use_fine_tuning_defaults(RunConfig& config, const RetrievalApp& app, int64_t training_queries) {
-    const RunConfig& from_scratch = app.defaults;
-    use_model_dropout(config, from_scratch);
+    auto chosen = [&](const char* setting) { return config.chosen.count(setting) != 0; };
+    use_model_dropout(config);
     std::vector<std::string> changed;
     const RetrievalApp::FineTuning& own = app.fine_tuning;
-    if (!own.loss.empty() && config.loss == from_scratch.loss && own.loss != config.loss) {
+    if (!own.loss.empty() && !chosen("loss") && own.loss != config.loss) {
         config.loss = own.loss;
         changed.push_back(fmt::format("loss {} (--loss)", own.loss));
     }
-    if (own.batch_size > 0 && config.batch_size == from_scratch.batch_size && own.batch_size != config.batch_size) {
+    if (own.batch_size > 0 && !chosen("batch_size") && own.batch_size != config.batch_size) {
         config.batch_size = own.batch_size;
         changed.push_back(fmt::format("batches of {} (--batch-size)", own.batch_size));
     }
-    if (config.max_steps == from_scratch.max_steps) {
+    if (!chosen("max_steps")) {
         config.max_steps = std::max<int64_t>(1, (training_queries + config.batch_size - 1) / config.batch_size);
         changed.push_back(fmt::format("one epoch of {} steps (--max-steps)", config.max_steps));
     }
-    if (config.evaluate_every == from_scratch.evaluate_every && config.evaluate_every > 0) {
+    if (!chosen("evaluate_every") && config.evaluate_every > 0) {
         config.evaluate_every = std::max<int64_t>(1, config.max_steps / 4);
         changed.push_back(fmt::format("validation every {} steps (--evaluate-every)", config.evaluate_every));
     }
-    if (config.learning_rate == from_scratch.learning_rate) {
+    if (!chosen("learning_rate")) {
         config.learning_rate = kFineTuningLearningRate;
         changed.push_back("learning rate 2e-5 (--learning-rate)");
     }
-    if (config.warmup_steps == from_scratch.warmup_steps) {
+    if (!chosen("warmup_steps")) {
         config.warmup_steps = std::max<int64_t>(1, config.max_steps / 10);
         changed.push_back(fmt::format("warmup {} steps (--warmup-steps)", config.warmup_steps));
     }

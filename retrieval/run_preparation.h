@@ -60,12 +60,14 @@ data::Tokenizer sized_run_tokenizer(const RetrievalApp& app, RunConfig& config, 
 // The learning rate a pretrained model fine-tunes at (sentence-transformers' usual 2e-5).
 inline constexpr double kFineTuningLearningRate = 2e-5;
 
-// --dropout left at its from-scratch default takes the pretrained model's own (hidden_dropout_prob
-// of --init's config.json), so that config.json records the dropout the run trains with.
-void use_model_dropout(RunConfig& config, const RunConfig& from_scratch);
+// A --dropout the user did not choose (config.chosen) takes the pretrained model's own
+// (hidden_dropout_prob of --init's config.json), so that config.json records the dropout the
+// run trains with.
+void use_model_dropout(RunConfig& config);
 
-// A pretrained model wants a short run at a small learning rate with warmup: each setting of
-// `config` still at the app's from-scratch default takes the fine-tuning one (the app's own
+// A pretrained model wants a short run at a small learning rate with warmup: each setting the
+// user did not choose (config.chosen; a flag given at the from-scratch value stays as given)
+// takes the fine-tuning one (the app's own
 // loss and batch size where it names them, RetrievalApp::fine_tuning; one
 // epoch over `training_queries`, 2e-5, a tenth of the steps of warmup, validation four times,
 // the model's own dropout).

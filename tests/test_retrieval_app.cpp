@@ -20,9 +20,12 @@
 #include "retrieval/passage_index.h"
 #include "retrieval/pretraining.h"
 #include "retrieval/training_windows.h"
+#include "retrieval/bm25_negatives.h"
 #include "eval/rankings.h"
 #include "retrieval/run_device.h"
 #include "retrieval/run_config.h"
+#include "retrieval/run_preparation.h"
+#include "retrieval/retrieval_app.h"
 #include "retrieval/svg_charts.h"
 #include "retrieval/text_model.h"
 #include "data/korquad_reader.h"
@@ -451,6 +454,31 @@ TEST_CASE("run config: file keys and flags override defaults; unknown keys and b
     long_run.parse(std::vector<std::string>{"1000", "--max-steps"});
     CHECK(long_options.resolve().warmup_steps == 30);  // the default, below a tenth
     CHECK(resolved.warmup_steps == 2);  // set above: kept
+    CHECK(resolved.chosen == std::set<std::string>{"loss_parameters", "max_steps", "warmup_steps", "seed"});
+}
+
+TEST_CASE("fine-tuning defaults replace the settings the user did not choose, even one given at its default value") {
+    RetrievalApp app;
+    app.defaults.learning_rate = 1e-3;
+    app.defaults.batch_size = 64;
+    app.fine_tuning = {"infonce", 32};
+    RunConfig config = app.defaults;
+    config.loss = "infonce_symmetric";
+    // The user gave --learning-rate 1e-3 (the from-scratch value), --loss infonce_symmetric and
+    // --dropout: those stay; the rest take fine-tuning's.
+    config.chosen = {"learning_rate", "loss", "dropout"};
+    use_fine_tuning_defaults(config, app, 100);
+    CHECK(config.learning_rate == 1e-3);
+    CHECK(config.loss == "infonce_symmetric");
+    CHECK(config.batch_size == 32);
+    CHECK(config.max_steps == 4);  // one epoch of 100 questions in batches of 32
+    CHECK(config.warmup_steps == 1);
+
+    RunConfig unchosen = app.defaults;
+    unchosen.chosen = {"dropout"};
+    use_fine_tuning_defaults(unchosen, app, 100);
+    CHECK(unchosen.learning_rate == kFineTuningLearningRate);
+    CHECK(unchosen.loss == "infonce");
 }
 
 TEST_CASE("korquad generator: the same seed gives the same file, which the KorQuAD reader accepts") {
@@ -601,6 +629,39 @@ TEST_CASE("training windows: the positive is the window holding the answer; othe
     std::set<std::string> distinct;
     for (const data::Passage& passage : windows.dataset.passages) distinct.insert(passage.text);
     CHECK(distinct.size() == windows.dataset.passages.size());
+}
+
+TEST_CASE("bm25 negatives: the best-ranked passages sharing a word, never an answer or its text, after the answers") {
+    data::RetrievalDataset train;
+    train.passages = {{"p0", "seoul river bridge", "a"},     // q0's answer
+                      {"p1", "seoul river park", "a"},       // shares two words with q0
+                      {"p2", "seoul tower", "a"},            // shares one
+                      {"p3", "seoul river bridge", "b"},     // the answer's text again: never a negative
+                      {"p4", "busan harbour", "b"}};         // shares none with q0
+    train.queries = {{"q0", "seoul river", "a"}, {"q1", "busan harbour", "b"}};
+    train.relevance = {{0, 0, 1.0, 0, false, -1, -1}, {1, 4, 1.0, 0, false, -1, -1}};
+    const eval::Bm25Parameters bm25{1.2, 0.75};
+
+    data::RetrievalDataset none = train;
+    CHECK(add_bm25_negatives(none, 0, eval::LexicalTokens::Whitespace, bm25).negatives == 0);
+    CHECK(none.relevance.size() == 2);
+
+    MinedNegatives mined = add_bm25_negatives(train, 2, eval::LexicalTokens::Whitespace, bm25);
+    CHECK(mined.questions == 2);
+    // q0: p1 (two shared words), then p2; q1 shares a word with no other passage.
+    CHECK(mined.negatives == 2);
+    CHECK(mined.short_rankings == 1);
+    REQUIRE(train.relevance.size() == 4);
+    for (size_t i = 2; i < 4; ++i) {
+        CHECK(train.relevance[i].query == 0);
+        CHECK(train.relevance[i].hard_negative);
+        CHECK(train.relevance[i].rank == static_cast<int64_t>(i) - 1);  // after the one answer
+    }
+    CHECK(train.relevance[2].passage == 1);
+    CHECK(train.relevance[3].passage == 2);
+    // Evaluation never counts them relevant.
+    eval::RelevantSets relevant = eval::relevant_sets(train);
+    CHECK(relevant[0] == std::vector<int64_t>{0});
 }
 
 TEST_CASE("passage chunks with a pretrained tokenizer: windows of the text's own pieces, [CLS] and [SEP] fit around each") {
