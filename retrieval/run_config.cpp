@@ -531,7 +531,8 @@ RunConfig RunConfigOptions::resolve_over_run(const std::string& checkpoint) cons
 }
 
 RunConfig RunConfigOptions::resolve_from(RunConfig config) const {
-    if (!config_path_.empty()) apply_run_config_json(config, read_config_file(config_path_, "--config"), config_path_);
+    const nlohmann::json file = config_path_.empty() ? nlohmann::json::object() : read_config_file(config_path_, "--config");
+    if (!config_path_.empty()) apply_run_config_json(config, file, config_path_);
     nlohmann::json flags = nlohmann::json::object();
     nlohmann::json current = run_config_to_json(config);
     for (const Setting& setting : settings()) {
@@ -557,8 +558,8 @@ RunConfig RunConfigOptions::resolve_from(RunConfig config) const {
     // A warmup the user did not set follows a shorter step budget: at most a tenth of it.
     if (!chosen("warmup_steps")) config.warmup_steps = std::min(config.warmup_steps, config.max_steps / 10);
     validate_run_config(config);
-    for (const Setting& setting : settings())
-        if (chosen(setting.name)) config.chosen.insert(setting.name);
+    for (const Setting& setting : settings())  // chosen(), with the file read once
+        if (given(setting.name) || file.contains(setting.name)) config.chosen.insert(setting.name);
     if (no_pretrain_) config.chosen.insert("pretrain_steps");
     if (checkpoint_activations_) config.chosen.insert("checkpoint_activations");
     if (!loss_parameter_settings_.empty()) config.chosen.insert("loss_parameters");
