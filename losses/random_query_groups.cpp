@@ -43,6 +43,9 @@ Tensor query_ids_with_a_real_group(Generator& generator, int64_t rows) {
     std::map<int64_t, int64_t> group_size;
     for (int64_t id : ids) ++group_size[id];
     if (group_size.size() == ids.size() && rows >= 2) ids[1] = ids[0];
+    // One group holding every row makes every candidate a positive: the loss is then a
+    // constant and its gradient zero, which a check cannot tell from a broken backward.
+    if (group_size.size() == 1 && rows >= 3) ids[rows - 1] = ids[0] + 1;
     return Tensor::from_indices(ids, {rows});
 }
 

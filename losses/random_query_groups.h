@@ -13,7 +13,8 @@ namespace nce::losses {
 Tensor random_query_ids(Generator& generator, int64_t rows);
 
 // The same, with at least one group of two or more rows (rows >= 2): when the draw has none,
-// row 1 joins row 0's group. For the losses whose gradient only moves inside a group.
+// row 1 joins row 0's group, and never one group holding every row (rows >= 3): when the draw
+// is one group, the last row leaves it. For the losses whose gradient only moves inside a group.
 Tensor query_ids_with_a_real_group(Generator& generator, int64_t rows);
 
 // int64 [rows]: within each group of `qid`, the ranks 0 .. |G|-1 in random order.

@@ -38,6 +38,11 @@ run gradcheck --dtype float32 matmul
 expect_exit_zero "nce gradcheck --dtype float32 matmul"
 expect_in "$stdout" 'float32' "gradcheck --dtype float32 says float32"
 
+# Every check, encoders included, passes in float32 too (its backward against float64 differences).
+run gradcheck --all --dtype float32
+expect_exit_zero "nce gradcheck --all --dtype float32"
+expect_in "$stdout" '^[1-9][0-9]* passed, 0 failed .tolerance 1e-04' "gradcheck --all --dtype float32: 0 failed at 1e-4"
+
 # --- an unknown op: one line on stderr naming the problem ---
 run gradcheck nosuchop
 expect_exit_nonzero "nce gradcheck nosuchop"
