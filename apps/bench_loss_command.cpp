@@ -173,6 +173,7 @@ int run(const BenchLossOptions& options) {
     if (device != Device::CPU)
         line["device_peak_mib"] = static_cast<double>(backend_for(device).memory_stats().peak_bytes_in_use) / (1 << 20);
     line["blas_core"] = blas_core_name();
+    line["blas_core_mismatch"] = blas_core_mismatch();  // "" when OpenBLAS's kernels are as wide as the CPU
     retrieval::add_gemm_precision_fields(line);
     line["loss"] = loss;
     line["times_ms"] = milliseconds;

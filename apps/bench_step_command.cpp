@@ -317,6 +317,7 @@ int run(const BenchStepOptions& options) {
             static_cast<double>(CachingAllocator::host().stats().peak_bytes_in_use) / (1024.0 * 1024.0);
     line["peak_rss_mib"] = peak_resident_mebibytes();
     line["blas_core"] = blas_core_name();
+    line["blas_core_mismatch"] = blas_core_mismatch();  // "" when OpenBLAS's kernels are as wide as the CPU
     retrieval::add_gemm_precision_fields(line);
     line["cpu_ms"] = median_of(cpu_milliseconds);
     line["last_loss"] = loss;

@@ -541,6 +541,8 @@ def main():
                     for side in ("nce", "torch")}
     print(f"\nthreads used: nce {used_threads['nce']}, torch {used_threads['torch']}; "
           f"OpenBLAS core: nce {cores['nce'] or 'missing'}, torch {cores['torch'] or 'missing'}")
+    for note in sorted({r["nce"].get("blas_core_mismatch") for r in runner.records if ok(r["nce"])} - {"", None}):
+        print(f"note: {note}")
 
     print("\ntargets:")
     for name, condition in targets.items():

@@ -4,6 +4,7 @@
 #include "engine/allocator.h"
 #include "engine/autograd.h"
 #include "engine/backend.h"
+#include "engine/blas_core_fit.h"
 #include "engine/dtype.h"
 #include "engine/error.h"
 #include "engine/gemm_precision.h"

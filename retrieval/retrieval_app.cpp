@@ -32,6 +32,7 @@
 #include "distributed/rank_output_folder.h"
 #include "distributed/world.h"
 #include "engine/atomic_file.h"
+#include "engine/blas_core_fit.h"
 #include "engine/error.h"
 #include "engine/json_nesting.h"
 #include "engine/threads.h"
@@ -268,6 +269,10 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     fmt::print("training a {} (d_model {}, {} layers) with {} for {} steps of {} rows on {} threads\n",
                model->config().kind, model->config().d_model, model->config().num_layers, config.loss, config.max_steps,
                config.batch_size, num_threads());
+    if (const std::string blas_note = blas_core_mismatch(); !blas_note.empty() && config.device == Device::CPU) {
+        fmt::print("note: {}\n", blas_note);
+        facts["blas_core_mismatch"] = blas_note;
+    }
     std::fflush(stdout);
     new_folder.keep();  // from here on a failure names the last good checkpoint, which must stay
     ValidationScore validation_score = [&](nn::EmbeddingModel& scored) {
