@@ -80,6 +80,7 @@ struct RetrievalApp {
     struct FineTuning {
         std::string loss;            // e.g. "infonce" (MultipleNegativesRankingLoss at its tau 0.05: scale 20)
         int64_t batch_size = 0;
+        int64_t passage_length = 0;  // --max-passage-length, where shorter than the sized one (the window, where chunked)
     };
     FineTuning fine_tuning;
     // The data set of a run: config.data when set, else the app's generated default (which

@@ -259,6 +259,11 @@ std::string use_fine_tuning_defaults(RunConfig& config, const RetrievalApp& app,
         config.batch_size = own.batch_size;
         changed.push_back(fmt::format("batches of {} (--batch-size)", own.batch_size));
     }
+    // Shorter only: the sized length is already within the model's max_seq_length.
+    if (own.passage_length > 0 && !chosen("max_passage_length") && own.passage_length < config.max_passage_length) {
+        config.max_passage_length = own.passage_length;
+        changed.push_back(fmt::format("passages read {} tokens at a time (--max-passage-length)", config.max_passage_length));
+    }
     if (!chosen("max_steps")) {
         config.max_steps = std::max<int64_t>(1, (training_queries + config.batch_size - 1) / config.batch_size);
         changed.push_back(fmt::format("one epoch of {} steps (--max-steps)", config.max_steps));

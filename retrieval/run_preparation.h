@@ -68,7 +68,7 @@ void use_model_dropout(RunConfig& config);
 // A pretrained model wants a short run at a small learning rate with warmup: each setting the
 // user did not choose (config.chosen; a flag given at the from-scratch value stays as given)
 // takes the fine-tuning one (the app's own
-// loss and batch size where it names them, RetrievalApp::fine_tuning; one
+// loss, batch size and passage length where it names them, RetrievalApp::fine_tuning; one
 // epoch over `training_queries`, 2e-5, a tenth of the steps of warmup, validation four times,
 // the model's own dropout).
 // Returns what changed and the lengths, for the run to print.

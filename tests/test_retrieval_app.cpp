@@ -481,6 +481,28 @@ TEST_CASE("fine-tuning defaults replace the settings the user did not choose, ev
     CHECK(unchosen.loss == "infonce");
 }
 
+TEST_CASE("fine-tuning defaults: an app's passage length shortens the sized one, unless the user chose one") {
+    RetrievalApp app;
+    app.fine_tuning = {"infonce", 32, 48};
+    RunConfig sized = app.defaults;
+    sized.max_passage_length = 128;  // as sized to the data
+    sized.chosen = {"dropout"};      // (else the dropout is read from the --init folder)
+    use_fine_tuning_defaults(sized, app, 100);
+    CHECK(sized.max_passage_length == 48);
+
+    RunConfig short_model = app.defaults;
+    short_model.max_passage_length = 32;  // a model whose max_seq_length is 32: never lengthened
+    short_model.chosen = {"dropout"};
+    use_fine_tuning_defaults(short_model, app, 100);
+    CHECK(short_model.max_passage_length == 32);
+
+    RunConfig chosen = app.defaults;
+    chosen.max_passage_length = 128;
+    chosen.chosen = {"max_passage_length", "dropout"};
+    use_fine_tuning_defaults(chosen, app, 100);
+    CHECK(chosen.max_passage_length == 128);
+}
+
 TEST_CASE("korquad generator: the same seed gives the same file, which the KorQuAD reader accepts") {
     korquad::KorquadGeneratorOptions options;
     options.articles = 20;
