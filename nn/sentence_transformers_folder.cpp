@@ -301,7 +301,16 @@ Pipeline read_modules(const fs::path& folder) {
                   "'{}': module type \"{}\" is not one nce implements (Transformer, Pooling, Normalize)",
                   file.string(), type);
         kinds.push_back(kind);
-        paths.push_back(folder / string_key(module, "path", file, ""));
+        // A module lives inside the folder: an absolute path or one through ".." would make
+        // the folder read files elsewhere (symlinks inside it are followed, as Hugging Face's
+        // cache layout needs).
+        const fs::path path(string_key(module, "path", file, ""));
+        const bool climbs = std::any_of(path.begin(), path.end(), [](const fs::path& part) { return part == ".."; });
+        NCE_CHECK(!path.has_root_path() && !climbs,
+                  "'{}': the {} module's path \"{}\" leads outside the model folder; a module's path must be a "
+                  "folder inside it, e.g. \"1_Pooling\"",
+                  file.string(), kind, path.string());
+        paths.push_back(folder / path);
     }
     NCE_CHECK(kinds.size() >= 2 && kinds[0] == "Transformer" && kinds[1] == "Pooling" &&
                   (kinds.size() == 2 || (kinds.size() == 3 && kinds[2] == "Normalize")),

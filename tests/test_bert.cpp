@@ -447,6 +447,18 @@ TEST_CASE("bert: bad folders are one line naming the file, before the weights ar
         m.push_back({{"idx", 3}, {"name", "3"}, {"path", "3_Dense"}, {"type", "sentence_transformers.models.Dense"}});
     });
     CHECK_ERROR_MENTIONS(load(folder), "module type \"sentence_transformers.models.Dense\" is not one nce implements");
+    // A module's path stays inside the folder: climbing out or an absolute path is one line,
+    // before anything there is read; a symlinked module folder inside it is still followed.
+    int outside_count = 0;
+    for (const char* outside : {"../../etc", "/etc", "1_Pooling/../../x"}) {
+        folder = fresh(fmt::format("outside_{}", outside_count++));
+        edit_json(folder / "modules.json", [outside](nlohmann::json& m) { m[1]["path"] = outside; });
+        CHECK_ERROR_MENTIONS(load(folder), fmt::format("the Pooling module's path \"{}\" leads outside the model folder", outside));
+    }
+    folder = fresh("symlinked");
+    fs::rename(folder / "1_Pooling", folder / "pooling_elsewhere");
+    fs::create_directory_symlink(folder / "pooling_elsewhere", folder / "1_Pooling");
+    CHECK_NOTHROW(load(folder));
     folder = fresh("two_modes");
     edit_json(folder / "1_Pooling" / "config.json", [](nlohmann::json& c) { c["pooling_mode_cls_token"] = true; });
     CHECK_ERROR_MENTIONS(load(folder), "2 pooling modes are on (mean, cls)");
