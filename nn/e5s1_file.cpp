@@ -10,6 +10,7 @@
 
 #include "engine/error.h"
 #include "engine/message_text.h"
+#include "nn/half_precision.h"
 #include "nn/model.h"
 
 namespace nce::nn {
@@ -225,20 +226,6 @@ void read_directory(Cursor& in, E5s1File& file) {
     for (const auto& [name, elements] : expected)
         NCE_CHECK(seen.count(name), "e5s1: '{}': tensor '{}' is missing ({} of the {} the header describes are there)",
                   file.path, name, seen.size(), expected.size());
-}
-
-// IEEE half precision to float (subnormals, infinities and NaN included).
-float half_to_float(uint16_t h) {
-    const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
-    const int exponent = (h >> 10) & 0x1F;
-    const uint32_t mantissa = h & 0x3FF;
-    if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24
-        const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
-        return sign ? -magnitude : magnitude;
-    }
-    const uint32_t bits = exponent == 31 ? sign | 0x7F800000u | (mantissa << 13)
-                                         : sign | static_cast<uint32_t>(exponent - 15 + 127) << 23 | (mantissa << 13);
-    return std::bit_cast<float>(bits);
 }
 
 // The tensor's values as float32, in the file's (row-major) order.

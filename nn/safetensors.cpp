@@ -15,6 +15,7 @@
 
 #include "engine/atomic_file.h"
 #include "engine/json_nesting.h"
+#include "nn/half_precision.h"
 
 namespace nce::nn {
 namespace {
@@ -39,21 +40,31 @@ const char* safetensors_dtype_name(Dtype dtype) {
     return "?";
 }
 
-// "F32" -> float32 and so on; other dtypes of the format are named as unsupported.
-Dtype dtype_from_name(const std::string& name, const std::string& path, const std::string& tensor) {
-    if (name == "F32") return Dtype::Float32;
-    if (name == "F64") return Dtype::Float64;
-    if (name == "I64") return Dtype::Int64;
-    if (name == "BF16" || name == "F16")
-        fail("read_safetensors: '{}': tensor {} has dtype {}, which nce does not read; save it as F32 (in PyTorch: "
-             "tensor.float())",
-             path, quoted_for_message(tensor), name);
+// How a tensor's values are stored in the file: as the dtype it is read into, or as 16-bit
+// floats widened to float32 on reading (most model folders are saved in F16 or BF16).
+enum class Stored { AsIs, Half, BFloat16 };
+
+struct StoredDtype {
+    Dtype dtype;                  // what the tensor is read into
+    Stored stored = Stored::AsIs;
+    uint64_t element_bytes() const { return stored == Stored::AsIs ? dtype_size(dtype) : 2; }
+};
+
+// "F32" -> float32, "F16" -> float32 from halves, and so on; other dtypes of the format are
+// named as unsupported.
+StoredDtype dtype_from_name(const std::string& name, const std::string& path, const std::string& tensor) {
+    if (name == "F32") return {Dtype::Float32};
+    if (name == "F64") return {Dtype::Float64};
+    if (name == "I64") return {Dtype::Int64};
+    if (name == "F16") return {Dtype::Float32, Stored::Half};
+    if (name == "BF16") return {Dtype::Float32, Stored::BFloat16};
     static const std::set<std::string> other_known = {"BOOL", "U8", "I8", "I16", "U16", "I32", "U32", "U64",
                                                       "F8_E4M3", "F8_E5M2"};
     if (other_known.count(name))
-        fail("read_safetensors: '{}': tensor {} has dtype {}, which nce does not read; nce reads F32, F64 and I64", path,
-             quoted_for_message(tensor), name);
-    fail("read_safetensors: '{}': tensor {} has unknown dtype {} (nce reads F32, F64 and I64)", path,
+        fail("read_safetensors: '{}': tensor {} has dtype {}, which nce does not read; nce reads F32, F64, I64, F16 "
+             "and BF16",
+             path, quoted_for_message(tensor), name);
+    fail("read_safetensors: '{}': tensor {} has unknown dtype {} (nce reads F32, F64, I64, F16 and BF16)", path,
          quoted_for_message(tensor), quoted_for_message(name, 40));
 }
 
@@ -62,7 +73,7 @@ Dtype dtype_from_name(const std::string& name, const std::string& path, const st
 // One tensor's entry in the header, before its data is read.
 struct Entry {
     std::string name;
-    Dtype dtype;
+    StoredDtype dtype;
     Shape shape;
     uint64_t begin = 0;
     uint64_t end = 0;
@@ -187,7 +198,7 @@ Entry read_entry(const std::string& name, const Json& value, uint64_t data_bytes
               "read_safetensors: '{}': tensor {}: data_offsets [{}, {}] run past the {} data bytes of the file "
               "(is it truncated?)",
               path, shown, entry.begin, entry.end, data_bytes);
-    uint64_t expected = element_count * dtype_size(entry.dtype);
+    uint64_t expected = element_count * entry.dtype.element_bytes();
     NCE_CHECK(entry.end - entry.begin == expected,
               "read_safetensors: '{}': tensor {}: shape {} {} needs {} bytes, data_offsets [{}, {}] give {}", path,
               shown, shape_string(entry.shape), dtype.get<std::string>(), expected, entry.begin, entry.end,
@@ -303,7 +314,8 @@ SafetensorsHeader read_safetensors_header(const std::string& path) {
     CheckedHeader checked = read_checked_header(file, path);
     SafetensorsHeader result;
     result.metadata = std::move(checked.metadata);
-    for (const Entry& entry : checked.entries) result.tensors.emplace(entry.name, TensorInfo{entry.dtype, entry.shape});
+    for (const Entry& entry : checked.entries)
+        result.tensors.emplace(entry.name, TensorInfo{entry.dtype.dtype, entry.shape});
     return result;
 }
 
@@ -315,11 +327,22 @@ SafetensorsFile read_safetensors(const std::string& path) {
     result.metadata = std::move(checked.metadata);
     // The data, straight into each tensor's storage.
     for (const Entry& entry : checked.entries) {
-        Tensor tensor = Tensor::empty(entry.shape, entry.dtype);
+        Tensor tensor = Tensor::empty(entry.shape, entry.dtype.dtype);
         file.seekg(static_cast<std::streamoff>(data_start + entry.begin));
-        NCE_CHECK(file.read(static_cast<char*>(tensor.raw_data()), static_cast<std::streamsize>(tensor.nbytes())),
-                  "read_safetensors: '{}': reading the {} bytes of tensor {} failed", path, tensor.nbytes(),
-                  quoted_for_message(entry.name));
+        const uint64_t bytes = entry.end - entry.begin;
+        if (entry.dtype.stored == Stored::AsIs) {
+            NCE_CHECK(file.read(static_cast<char*>(tensor.raw_data()), static_cast<std::streamsize>(bytes)),
+                      "read_safetensors: '{}': reading the {} bytes of tensor {} failed", path, bytes,
+                      quoted_for_message(entry.name));
+        } else {
+            std::vector<uint16_t> halves(static_cast<size_t>(tensor.numel()));
+            NCE_CHECK(file.read(reinterpret_cast<char*>(halves.data()), static_cast<std::streamsize>(bytes)),
+                      "read_safetensors: '{}': reading the {} bytes of tensor {} failed", path, bytes,
+                      quoted_for_message(entry.name));
+            float* values = tensor.data<float>();
+            for (size_t i = 0; i < halves.size(); ++i)
+                values[i] = entry.dtype.stored == Stored::Half ? half_to_float(halves[i]) : bfloat16_to_float(halves[i]);
+        }
         result.tensors.emplace(entry.name, std::move(tensor));
     }
     return result;

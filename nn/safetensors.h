@@ -8,8 +8,9 @@
 //   then         the data: each tensor's bytes, row-major, little-endian, at
 //                [begin, end) counted from the first byte after the header
 //
-// nce reads and writes the dtypes F32 (float32), F64 (float64) and I64 (int64). Every
-// error names the file and, where one is at fault, the tensor.
+// nce reads and writes the dtypes F32 (float32), F64 (float64) and I64 (int64), and reads F16
+// and BF16 widened to float32 (nn/half_precision.h: exactly, every 16-bit value is a float32).
+// Every error names the file and, where one is at fault, the tensor.
 #pragma once
 #include <map>
 #include <string>
@@ -29,7 +30,7 @@ struct SafetensorsFile {
 // requires).
 SafetensorsFile read_safetensors(const std::string& path);
 
-// One tensor's dtype and shape, as the header gives them.
+// One tensor's dtype (as read: F16 and BF16 are float32) and shape, as the header gives them.
 struct TensorInfo {
     Dtype dtype;
     Shape shape;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -161,6 +162,38 @@ TEST_CASE("safetensors: F32, F64 and I64 tensors and metadata round-trip bit for
     }
 }
 
+TEST_CASE("safetensors: F16 and BF16 tensors are read widened to float32, every value exactly") {
+    TemporaryDirectory folder;
+    std::string path = folder.file("half.safetensors");
+    // F16: 1, -2.5, 65504 (the largest), 2^-24 (the smallest subnormal), -0, +inf.
+    std::vector<uint16_t> halves = {0x3C00, 0xC100, 0x7BFF, 0x0001, 0x8000, 0x7C00};
+    // BF16: 1, -3.140625, 2^-133 (a subnormal), the largest finite (0x7F7F).
+    std::vector<uint16_t> bfloats = {0x3F80, 0xC049, 0x0001, 0x7F7F};
+    write_bytes(path, safetensors_bytes(R"({"b":{"dtype":"BF16","shape":[2,2],"data_offsets":[0,8]},)"
+                                        R"("h":{"dtype":"F16","shape":[6],"data_offsets":[8,20]}})",
+                                        raw_bytes(bfloats) + raw_bytes(halves)));
+    SafetensorsFile file = nn::read_safetensors(path);
+    const Tensor& h = file.tensors.at("h");
+    const Tensor& b = file.tensors.at("b");
+    CHECK(h.dtype() == Dtype::Float32);
+    CHECK(b.dtype() == Dtype::Float32);
+    CHECK(b.shape() == Shape{2, 2});
+    std::vector<double> hv = h.to_vector(), bv = b.to_vector();
+    CHECK(hv[0] == 1.0);
+    CHECK(hv[1] == -2.5);
+    CHECK(hv[2] == 65504.0);
+    CHECK(hv[3] == std::ldexp(1.0, -24));
+    CHECK(hv[4] == 0.0);
+    CHECK(std::signbit(hv[4]));
+    CHECK(std::isinf(hv[5]));
+    CHECK(bv[0] == 1.0);
+    CHECK(bv[1] == -3.140625);
+    CHECK(bv[2] == std::ldexp(1.0, -133));
+    CHECK(bv[3] == static_cast<double>(std::bit_cast<float>(uint32_t{0x7F7F0000})));
+    // The header alone says what the tensors are read as.
+    CHECK(nn::read_safetensors_header(path).tensors.at("h").dtype == Dtype::Float32);
+}
+
 // ---- malformed files ----
 
 TEST_CASE("safetensors: each malformed file is a one-line error naming the file and, where one is at fault, the tensor") {
@@ -194,10 +227,10 @@ TEST_CASE("safetensors: each malformed file is a one-line error naming the file 
          {"bad.safetensors", "'w'", "data_offsets"}},
         {"unknown dtype", safetensors_bytes(header_with(R"({"dtype":"Q7","shape":[8],"data_offsets":[0,32]})"), eight_floats),
          {"bad.safetensors", "'w'", "unknown dtype 'Q7'"}},
-        {"BF16 unsupported", safetensors_bytes(header_with(R"({"dtype":"BF16","shape":[16],"data_offsets":[0,32]})"), eight_floats),
-         {"bad.safetensors", "'w'", "BF16", "tensor.float()"}},
+        {"BF16 of the wrong length", safetensors_bytes(header_with(R"({"dtype":"BF16","shape":[8],"data_offsets":[0,32]})"), eight_floats),
+         {"bad.safetensors", "'w'", "BF16 needs 16 bytes"}},
         {"I32 unsupported", safetensors_bytes(header_with(R"({"dtype":"I32","shape":[8],"data_offsets":[0,32]})"), eight_floats),
-         {"bad.safetensors", "'w'", "I32", "F32, F64 and I64"}},
+         {"bad.safetensors", "'w'", "I32", "F32, F64, I64, F16 and BF16"}},
         {"negative size", safetensors_bytes(header_with(R"({"dtype":"F32","shape":[-8],"data_offsets":[0,32]})"), eight_floats),
          {"bad.safetensors", "'w'", "[-8]"}},
         {"offsets reversed", safetensors_bytes(header_with(R"({"dtype":"F32","shape":[0],"data_offsets":[32,0]})"), eight_floats),
