@@ -1,14 +1,5 @@
-// nce code [train|eval|index|search|features|make-features]: code retrieval, a function's
-// signature and docstring -> its body.
-//
-// The corpus (retrieval/code/code_corpus.h) is the Python standard library of the python3 on PATH
-// (or --data DIR, any folder of Python sources): every documented function outside the test
-// suites, one query (signature + docstring) and one passage (body) each. The split keeps each
-// file (or package, "app": {"split_by": "package"}) on one side, and each test signature is
-// ranked against every body of the corpus (retrieval/code/whole_corpus_split.h). The table shows
-// the untrained model, BM25 on whitespace tokens and on code identifiers (split at
-// punctuation, '_' and camelCase), the trained model, and the hybrid, with Rank@1 and
-// Rank@10. The run itself is retrieval/retrieval_app.h.
+// nce code [train|eval|index|search|features|make-features]: the app of
+// retrieval/code/code_app.h with the shared retrieval subcommands, and
 //
 // `features` trains the seed's sig_predictor on precomputed teacher features instead of text
 // (retrieval/code/teacher_features.h for the folder's layout, retrieval/code/sig_predictor_training.h);
@@ -17,12 +8,11 @@
 
 #include <memory>
 
-#include "retrieval/code/code_corpus.h"
+#include "retrieval/code/code_app.h"
 #include "retrieval/code/pretrained_teacher.h"
 #include "nn/sentence_transformers_folder.h"
 #include "retrieval/code/sig_predictor_training.h"
 #include "retrieval/code/teacher_features.h"
-#include "retrieval/code/whole_corpus_split.h"
 #include "apps/commands.h"
 #include "retrieval/gemm_precision_option.h"
 #include "apps/retrieval_subcommands.h"
@@ -31,83 +21,6 @@
 
 namespace nce::apps {
 namespace {
-
-// What the last corpus load found, for results.json (one run per process).
-struct CorpusFacts {
-    std::string description;
-    nlohmann::json report = nlohmann::json::object();
-};
-
-data::RetrievalDataset load_code_corpus(const retrieval::RunConfig& config, CorpusFacts& facts) {
-    code::CodeCorpusOptions options = code::code_corpus_options_from_json(config.app, "config \"app\"");
-    std::string root = config.data;
-    if (root.empty()) {
-        code::CodeCorpusLocation location = code::default_code_corpus();
-        root = location.root;
-        facts.description = location.description;
-        options.language = location.language;
-    } else {
-        facts.description = fmt::format("the Python sources in {}", root);
-    }
-    fmt::print("nce code: mining {} ...\n", facts.description);
-    data::RetrievalDataset corpus = code::mine_code_corpus(root, options);
-    facts.report = {{"records", corpus.report.records}, {"skipped", corpus.report.skipped}};
-    fmt::print("nce code: {} functions kept (", corpus.queries.size());
-    bool first = true;
-    for (const auto& [reason, count] : corpus.report.skipped) {
-        fmt::print("{}{} {}", first ? "" : ", ", count, reason);
-        first = false;
-    }
-    fmt::print("{})\n", first ? "none left out" : " left out");
-    return corpus;
-}
-
-retrieval::RunConfig code_defaults() {
-    retrieval::RunConfig defaults;
-    defaults.output = "runs/code";
-    defaults.vocab_size = retrieval::kSizedToData;  // sized to the data, as are the two lengths (retrieval/data_sizes.h)
-    defaults.character_coverage = 0.9995;
-    defaults.max_query_length = retrieval::kSizedToData;
-    defaults.max_passage_length = retrieval::kSizedToData;
-    defaults.d_model = 128;
-    defaults.num_layers = 2;
-    defaults.nhead = 4;
-    defaults.dim_feedforward = 256;
-    defaults.lexical_head = retrieval::LexicalHead::TermWeights;  // the term-weight head (docs/retrieval_training.md)
-    defaults.loss = "infonce_symmetric";
-    defaults.batch_size = 64;
-    defaults.max_steps = 250;
-    defaults.warmup_steps = 25;
-    defaults.learning_rate = 1e-3;
-    defaults.evaluate_every = 125;
-    defaults.app = {{"require_docstring", true}, {"skip_tests", true}, {"split_by", "file"}, {"language", "python"},
-                    {"max_functions", 0}};
-    return defaults;
-}
-
-retrieval::RetrievalApp code_app() {
-    retrieval::RetrievalApp app;
-    app.name = "code";
-    app.description = "code retrieval, signature + docstring -> body (no --data: the Python standard library)";
-    app.defaults = code_defaults();
-    app.bm25_variants = {eval::LexicalTokens::Whitespace, eval::LexicalTokens::CodeIdentifiers};
-    app.with_rank_at_k = true;
-    app.tested_metric = "rank@1";
-    app.identifier_words = true;
-    app.chunk_overlap = 16;
-    auto facts = std::make_shared<CorpusFacts>();
-    app.load_dataset = [facts](const retrieval::RunConfig& config) { return load_code_corpus(config, *facts); };
-    app.split = [](const data::RetrievalDataset& dataset, const retrieval::RunConfig& config) {
-        return code::split_with_whole_corpus_test(dataset, config.validation_fraction, config.test_fraction, config.seed);
-    };
-    app.extra_results = [facts](const retrieval::RunConfig& config) {
-        return nlohmann::json{{"task", "signature + docstring -> body; test queries ranked over every body of the corpus"},
-                              {"corpus", facts->description},
-                              {"split_by", config.app.value("split_by", "file")},
-                              {"mining", facts->report}};
-    };
-    return app;
-}
 
 // `nce code features`: the run's flags (sizes, budget, seed, output) plus --features DIR.
 void add_features_command(CLI::App& code, int& exit_code) {
@@ -120,18 +33,7 @@ void add_features_command(CLI::App& code, int& exit_code) {
         "  body_embeddings.npy     float [N, out_dim]    the teacher's embedding of the body (the target)\n"
         "  groups.npy              int64 [N]             file or package of each function (optional)\n"
         "nce code make-features --out DIR writes a synthetic example");
-    retrieval::RunConfig defaults = code_defaults();
-    defaults.output = "runs/code-features";
-    defaults.vocab_size = 4000;  // the sig_predictor reads features, not tokens: fixed sizes, no lexical head
-    defaults.max_query_length = 48;
-    defaults.max_passage_length = 96;
-    defaults.lexical_head = retrieval::LexicalHead::None;
-    defaults.loss = "infonce";
-    defaults.batch_size = 64;
-    defaults.max_steps = 400;
-    defaults.learning_rate = 1e-3;
-    defaults.dropout = 0.0;
-    defaults.evaluate_every = 100;
+    retrieval::RunConfig defaults = code::features_defaults();
     auto options = std::make_shared<retrieval::RunConfigOptions>();
     options->add_to(*command, defaults);
     auto folder = std::make_shared<std::string>();
@@ -174,9 +76,9 @@ void add_make_features_command(CLI::App& code, int& exit_code) {
             teacher->tokens = command->count("--tokens") > 0 ? options->tokens : 32;
             code::check_new_feature_folder(*folder);
             nn::sentence_transformers_config(teacher->model_folder);  // a bad folder is named before the corpus is mined
-            retrieval::RunConfig config = code_defaults();
+            retrieval::RunConfig config = code::code_defaults();
             config.data = *data;
-            data::RetrievalDataset corpus = code_app().load_dataset(config);
+            data::RetrievalDataset corpus = code::code_app().load_dataset(config);
             code::write_pretrained_teacher_features(*folder, corpus, *teacher);
             fmt::print("wrote the token states and body embeddings of {} functions by {} to {}\n",
                        corpus.queries.size(), teacher->model_folder, *folder);
@@ -195,7 +97,7 @@ void add_make_features_command(CLI::App& code, int& exit_code) {
 }  // namespace
 
 void add_code_command(CLI::App& app, int& exit_code) {
-    CLI::App* code = add_retrieval_subcommands(app, code_app(), exit_code);
+    CLI::App* code = add_retrieval_subcommands(app, code::code_app(), exit_code);
     add_features_command(*code, exit_code);
     add_make_features_command(*code, exit_code);
 }
