@@ -329,20 +329,17 @@ SafetensorsFile read_safetensors(const std::string& path) {
     for (const Entry& entry : checked.entries) {
         Tensor tensor = Tensor::empty(entry.shape, entry.dtype.dtype);
         file.seekg(static_cast<std::streamoff>(data_start + entry.begin));
+        // As stored: straight into the tensor, or 16-bit floats first, then widened.
         const uint64_t bytes = entry.end - entry.begin;
-        if (entry.dtype.stored == Stored::AsIs) {
-            NCE_CHECK(file.read(static_cast<char*>(tensor.raw_data()), static_cast<std::streamsize>(bytes)),
-                      "read_safetensors: '{}': reading the {} bytes of tensor {} failed", path, bytes,
-                      quoted_for_message(entry.name));
-        } else {
-            std::vector<uint16_t> halves(static_cast<size_t>(tensor.numel()));
-            NCE_CHECK(file.read(reinterpret_cast<char*>(halves.data()), static_cast<std::streamsize>(bytes)),
-                      "read_safetensors: '{}': reading the {} bytes of tensor {} failed", path, bytes,
-                      quoted_for_message(entry.name));
-            float* values = tensor.data<float>();
-            for (size_t i = 0; i < halves.size(); ++i)
-                values[i] = entry.dtype.stored == Stored::Half ? half_to_float(halves[i]) : bfloat16_to_float(halves[i]);
-        }
+        const bool as_is = entry.dtype.stored == Stored::AsIs;
+        std::vector<uint16_t> halves(as_is ? 0 : static_cast<size_t>(tensor.numel()));
+        char* destination = as_is ? static_cast<char*>(tensor.raw_data()) : reinterpret_cast<char*>(halves.data());
+        NCE_CHECK(file.read(destination, static_cast<std::streamsize>(bytes)),
+                  "read_safetensors: '{}': reading the {} bytes of tensor {} failed", path, bytes,
+                  quoted_for_message(entry.name));
+        float* values = as_is ? nullptr : tensor.data<float>();
+        for (size_t i = 0; i < halves.size(); ++i)
+            values[i] = entry.dtype.stored == Stored::Half ? half_to_float(halves[i]) : bfloat16_to_float(halves[i]);
         result.tensors.emplace(entry.name, std::move(tensor));
     }
     return result;
