@@ -282,6 +282,7 @@ int run(const BenchStepOptions& options) {
     for (int w = 0; w < options.warmup; ++w) loss = once();
     distributed::reset_communication_stats();
     CachingAllocator::host().reset_peak();  // the timed steps' peak, not the setup's
+    const AllocatorStats before = CachingAllocator::host().stats();
     std::vector<double> milliseconds, cpu_milliseconds;
     for (int r = 0; r < options.reps; ++r) {
         const double cpu_start = process_cpu_milliseconds();
@@ -290,6 +291,7 @@ int run(const BenchStepOptions& options) {
         milliseconds.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
         cpu_milliseconds.push_back(process_cpu_milliseconds() - cpu_start);
     }
+    const AllocatorStats after = CachingAllocator::host().stats();
     NCE_CHECK(std::isfinite(loss), "bench step: the loss became {}; the benchmark's inputs or the build are broken", loss);
     std::vector<double> sorted = milliseconds;
     std::sort(sorted.begin(), sorted.end());
@@ -316,6 +318,11 @@ int run(const BenchStepOptions& options) {
         line["peak_allocated_mib"] =
             static_cast<double>(CachingAllocator::host().stats().peak_bytes_in_use) / (1024.0 * 1024.0);
     line["peak_rss_mib"] = peak_resident_mebibytes();
+    // Host buffers the timed steps took fresh from the system (0 in the steady state: each
+    // step reuses the blocks the last one released).
+    line["allocator_misses_per_step"] =
+        static_cast<double>((after.allocations - before.allocations) - (after.cache_hits - before.cache_hits)) /
+        options.reps;
     line["blas_core"] = blas_core_name();
     line["blas_core_mismatch"] = blas_core_mismatch();  // "" when OpenBLAS's kernels are as wide as the CPU
     retrieval::add_gemm_precision_fields(line);
