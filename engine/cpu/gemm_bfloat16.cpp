@@ -148,15 +148,23 @@ std::shared_ptr<const Product> make_product(const ProductKey& key) {
     dnnl::primitive_attr attributes;
     attributes.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // one primitive runs on many threads at once
     float alpha = std::bit_cast<float>(key.alpha_bits), beta = std::bit_cast<float>(key.beta_bits);
+    dnnl::post_ops after;
+#if DNNL_VERSION_MAJOR >= 3
+    // oneDNN 3 has no output scale: alpha is a linear post-op (alpha · x + 0, the same one
+    // float32 multiplication), applied before beta's sum.
+    if (alpha != 1.0f) after.append_eltwise(dnnl::algorithm::eltwise_linear, alpha, 0.0f);
+#else
     if (alpha != 1.0f) attributes.set_output_scales(0, {alpha});
-    if (beta != 0.0f) {
-        dnnl::post_ops accumulate;
-        accumulate.append_sum(beta);
-        attributes.set_post_ops(accumulate);
-    }
+#endif
+    if (beta != 0.0f) after.append_sum(beta);
+    attributes.set_post_ops(after);
     OneOpenMpThread single;
+#if DNNL_VERSION_MAJOR >= 3
+    dnnl::matmul::primitive_desc description(cpu_engine(), product->a, product->b, product->c, attributes);
+#else
     dnnl::matmul::primitive_desc description(dnnl::matmul::desc(product->a, product->b, product->c), attributes,
                                              cpu_engine());
+#endif
     product->scratchpad = description.scratchpad_desc();
     product->implementation = description.impl_info_str();
     product->primitive = dnnl::matmul(description);
@@ -295,12 +303,19 @@ const char* onednn_cpu_isa() {
         case dnnl::cpu_isa::avx: return "avx";
         case dnnl::cpu_isa::avx2: return "avx2";
         case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
+#if DNNL_VERSION_MAJOR < 3
         case dnnl::cpu_isa::avx512_mic: return "avx512_mic";
         case dnnl::cpu_isa::avx512_mic_4ops: return "avx512_mic_4ops";
+#endif
         case dnnl::cpu_isa::avx512_core: return "avx512_core";
         case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
         case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
         case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
+#if DNNL_VERSION_MAJOR >= 3
+        case dnnl::cpu_isa::avx2_vnni_2: return "avx2_vnni_2";
+        case dnnl::cpu_isa::avx512_core_fp16: return "avx512_core_fp16";
+        case dnnl::cpu_isa::avx512_core_amx_fp16: return "avx512_core_amx_fp16";
+#endif
         default: return "unknown";
     }
 }
