@@ -483,29 +483,8 @@ Json pooling_config(const ModelConfig& c) {
                 {"include_prompt", true}};
 }
 
-// BertModel's pooler (pooler.dense.weight [D, D], .bias [D]) from the folder the model was read
-// from, unchanged: no embedding reads it, so training left it as it was, and with it
-// transformers loads the written folder with nothing newly initialised. Nothing when that
-// folder holds no model.safetensors (a tokenizer alone) or a pooler of another width.
-void add_source_pooler(const fs::path& source_folder, int64_t d_model, Dtype dtype,
-                       std::map<std::string, Tensor>& tensors) {
-    std::error_code error;
-    fs::path transformer = fs::exists(source_folder / "modules.json", error) ? read_modules(source_folder).transformer
-                                                                             : source_folder;
-    fs::path weights = transformer / "model.safetensors";
-    if (!fs::is_regular_file(weights, error)) return;
-    const std::map<std::string, Shape> pooler = {{"pooler.dense.weight", {d_model, d_model}},
-                                                 {"pooler.dense.bias", {d_model}}};
-    SafetensorsHeader header = read_safetensors_header(weights.string());
-    for (const auto& [name, shape] : pooler) {
-        auto found = header.tensors.find(name);
-        if (found == header.tensors.end() || found->second.shape != shape) return;
-    }
-    SafetensorsFile file = read_safetensors(weights.string());
-    for (const auto& [name, shape] : pooler) tensors[name] = file.tensors.at(name).to(dtype);
-}
-
-void write_folder_contents(const fs::path& folder, EmbeddingModel& model, const fs::path& source_folder) {
+void write_folder_contents(const fs::path& folder, EmbeddingModel& model, const fs::path& tokenizer_folder,
+                           const std::map<std::string, Tensor>& pooler) {
     const ModelConfig& c = model.config();
     Dtype dtype = Dtype::Float32;
     std::map<std::string, Tensor> tensors;
@@ -514,7 +493,7 @@ void write_folder_contents(const fs::path& folder, EmbeddingModel& model, const 
         tensors[name] = parameter->value();
         dtype = parameter->dtype();
     }
-    add_source_pooler(source_folder, c.d_model, dtype, tensors);
+    for (const auto& [name, tensor] : pooler) tensors[name] = tensor.to(dtype);
     write_safetensors((folder / "model.safetensors").string(), tensors, {{"format", "pt"}});
     write_json(folder / "config.json", hugging_face_config(c, dtype));
     write_json(folder / "sentence_bert_config.json", Json{{"max_seq_length", c.max_len}, {"do_lower_case", false}});
@@ -536,37 +515,56 @@ void write_folder_contents(const fs::path& folder, EmbeddingModel& model, const 
                Json{{"prompts", prompts}, {"default_prompt_name", nullptr}, {"similarity_fn_name", "cosine"}});
     for (const std::string& name : kTokenizerFiles) {
         std::error_code error;
-        if (fs::is_regular_file(source_folder / name, error)) fs::copy_file(source_folder / name, folder / name);
+        if (fs::is_regular_file(tokenizer_folder / name, error)) fs::copy_file(tokenizer_folder / name, folder / name);
     }
 }
 
 }  // namespace
 
-ModelConfig sentence_transformers_config(const std::string& folder, std::vector<std::string>* notes) {
-    std::vector<std::string> lines;
-    ModelConfig config = read_folder_config(folder, lines).first;
-    if (notes) *notes = std::move(lines);
-    return config;
+SentenceTransformersFolder read_sentence_transformers_folder(const std::string& folder) {
+    SentenceTransformersFolder read;
+    auto [config, transformer] = read_folder_config(folder, read.notes);
+    read.config = std::move(config);
+    read.weights = (transformer / "model.safetensors").string();
+    return read;
 }
 
-PretrainedModel load_sentence_transformers(const std::string& folder, Dtype dtype) {
+ModelConfig sentence_transformers_config(const std::string& folder, std::vector<std::string>* notes) {
+    SentenceTransformersFolder read = read_sentence_transformers_folder(folder);
+    if (notes) *notes = std::move(read.notes);
+    return read.config;
+}
+
+PretrainedModel load_sentence_transformers(const SentenceTransformersFolder& folder, Dtype dtype) {
     NCE_CHECK(is_floating(dtype), "load_sentence_transformers: the dtype must be float32 or float64, not {}",
               dtype_name(dtype));
     PretrainedModel result;
-    auto [config, transformer] = read_folder_config(folder, result.notes);
+    result.notes = folder.notes;
     // Everything is checked; now the data.
-    SafetensorsFile file = read_safetensors((transformer / "model.safetensors").string());
+    SafetensorsFile file = read_safetensors(folder.weights);
+    const int64_t width = folder.config.d_model;
+    const std::map<std::string, Shape> pooler_shapes = {{"pooler.dense.weight", {width, width}},
+                                                        {"pooler.dense.bias", {width}}};
     std::map<std::string, Tensor> tensors;
-    for (auto& [name, tensor] : file.tensors)
+    for (auto& [name, tensor] : file.tensors) {
+        auto pooler = pooler_shapes.find(name);
+        if (pooler != pooler_shapes.end() && tensor.shape() == pooler->second) result.pooler[name] = tensor.to(dtype);
         if (!is_unused_tensor(name)) tensors.emplace(name, std::move(tensor));
+    }
+    if (result.pooler.size() != pooler_shapes.size()) result.pooler.clear();  // a pooler whole, or none
     Generator unused_initialisation(0);  // every parameter is overwritten from the file
-    result.model = make_model(config, unused_initialisation, dtype);
-    load_parameters(*result.model, tensors, (transformer / "model.safetensors").string());
+    result.model = make_model(folder.config, unused_initialisation, dtype);
+    load_parameters(*result.model, tensors, folder.weights);
     result.model->train(false);
     return result;
 }
 
-void save_sentence_transformers(const std::string& folder, EmbeddingModel& model, const std::string& source_folder) {
+PretrainedModel load_sentence_transformers(const std::string& folder, Dtype dtype) {
+    return load_sentence_transformers(read_sentence_transformers_folder(folder), dtype);
+}
+
+void save_sentence_transformers(const std::string& folder, EmbeddingModel& model, const std::string& tokenizer_folder,
+                                const std::map<std::string, Tensor>& pooler) {
     const char* op = "save_sentence_transformers";
     NCE_CHECK(model.config().kind == "bert",
               "{}: '{}': the model is a {}; a sentence-transformers folder holds a bert (nn/bert_encoder.h)", op,
@@ -577,13 +575,13 @@ void save_sentence_transformers(const std::string& folder, EmbeddingModel& model
               "{}: '{}' already exists and is not an empty folder; choose a new path", op, folder);
     NCE_CHECK(fs::is_directory(target.parent_path(), error), "{}: '{}': the folder it goes into does not exist", op,
               folder);
-    check_vocabulary(source_folder, model.config().vocab_size);
+    check_vocabulary(tokenizer_folder, model.config().vocab_size);
     // Written beside the target, renamed into place once whole.
     const fs::path temporary = target.string() + fmt::format(".tmp-{}", ::getpid());
     fs::remove_all(temporary, error);
     try {
         fs::create_directory(temporary);
-        write_folder_contents(temporary, model, source_folder);
+        write_folder_contents(temporary, model, tokenizer_folder, pooler);
         if (fs::exists(target, error)) fs::remove(target);  // empty, checked above
         fs::rename(temporary, target);
     } catch (const std::exception& e) {

@@ -23,6 +23,7 @@
 // truncated model.safetensors are one-line errors naming the file and the fix, raised
 // before the tensors' data is read.
 #pragma once
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,29 +32,46 @@
 
 namespace nce::nn {
 
+// A folder read and checked up to its weights: the config it describes (checked against
+// model.safetensors' header and the tokenizer's largest id), what the reader assumed or left
+// out, one line each (e.g. "no modules.json: ... mean pooling"), and the file the weights are
+// in. No tensor data is read.
+struct SentenceTransformersFolder {
+    ModelConfig config;
+    std::vector<std::string> notes;
+    std::string weights;  // the Transformer module's model.safetensors
+};
+SentenceTransformersFolder read_sentence_transformers_folder(const std::string& folder);
+
 struct PretrainedModel {
     std::unique_ptr<EmbeddingModel> model;
-    // What nce assumed or left out, one line each (e.g. "no modules.json: ... mean pooling",
-    // "pooler.dense.* not used by the embedding: not loaded").
-    std::vector<std::string> notes;
+    std::vector<std::string> notes;  // the folder's (SentenceTransformersFolder::notes)
+    // BertModel's pooler as the file holds it (pooler.dense.weight [D, D], .bias [D]), in the
+    // model's dtype: no embedding reads it, but a folder written back with it
+    // (save_sentence_transformers) gives transformers every tensor it expects. Empty when the
+    // file has none, or one of another width.
+    std::map<std::string, Tensor> pooler;
 };
 
-// The config a folder describes, checked against model.safetensors' header (no tensor data
-// is read). `notes` (may be null) receives what the reader assumed or left out.
+// The config a folder describes (read_sentence_transformers_folder's). `notes` (may be null)
+// receives what the reader assumed or left out.
 ModelConfig sentence_transformers_config(const std::string& folder, std::vector<std::string>* notes = nullptr);
 
-// Reads the folder into a "bert" model with parameters in `dtype` (float32 or float64).
+// Reads the weights of a folder read before into a "bert" model with parameters in `dtype`
+// (float32 or float64); the second form reads the folder first.
+PretrainedModel load_sentence_transformers(const SentenceTransformersFolder& folder, Dtype dtype = Dtype::Float32);
 PretrainedModel load_sentence_transformers(const std::string& folder, Dtype dtype = Dtype::Float32);
 
 // Writes a "bert" model as a sentence-transformers folder at `folder`, which must not exist
 // yet (or be empty): modules.json, config.json, model.safetensors (the parameters in their
 // own dtype, under Hugging Face's names), sentence_bert_config.json, 1_Pooling/config.json,
-// 2_Normalize/ when normalising, config_sentence_transformers.json (with the prompts). From
-// `source_folder`, the folder the model was read from (or a folder of tokenizer files alone):
-// the tokenizer files, and BertModel's pooler when it has one (no embedding reads the pooler,
-// so it is carried over unchanged and transformers finds every tensor it expects). The
-// folder is written under a temporary name beside it and renamed into place: the user's path
-// holds either nothing or the whole folder.
-void save_sentence_transformers(const std::string& folder, EmbeddingModel& model, const std::string& source_folder);
+// 2_Normalize/ when normalising, config_sentence_transformers.json (with the prompts), and
+// the tokenizer files of `tokenizer_folder` (the folder the model was read from, or one of
+// tokenizer files alone). `pooler`: the read folder's (PretrainedModel::pooler), written
+// beside the parameters unchanged; none: the folder has no pooler. The folder is written
+// under a temporary name beside it and renamed into place: the user's path holds either
+// nothing or the whole folder.
+void save_sentence_transformers(const std::string& folder, EmbeddingModel& model, const std::string& tokenizer_folder,
+                                const std::map<std::string, Tensor>& pooler = {});
 
 }  // namespace nce::nn

@@ -204,29 +204,32 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     // folder again (new_folder). The run's config.json is written once the tokenizer exists.
     create_output_folder(config.output);
     write_split_ids(files.split, splits);
-    data::Tokenizer tokenizer = sized_run_tokenizer(app, config, splits, files);
-    const bool fine_tuning = is_model_folder(config.init);
+    ModelSource source(config.init);
+    data::Tokenizer tokenizer = sized_run_tokenizer(app, config, source, splits, files);
+    const bool fine_tuning = source.is_folder();
     if (fine_tuning) {
         std::string settings =
-            use_fine_tuning_defaults(config, app, static_cast<int64_t>(splits.train.queries.size()));
+            use_fine_tuning_defaults(config, source, app, static_cast<int64_t>(splits.train.queries.size()));
         config.pretrain_steps = 0;
         fmt::print("fine-tuning {}: {}; no corpus pretraining\n", config.init, settings);
     }
     write_run_config(files.config, config);
-    print_tokenizer(tokenizer, config, files);
+    print_tokenizer(tokenizer, config, source, files);
     std::fflush(stdout);
 
     // The first row: a fresh model, or the pretrained one as it came (zero-shot).
     std::unique_ptr<nn::EmbeddingModel> untrained =
-        to_run_device(fine_tuning ? load_pretrained_folder(config.init, config, /*print_notes=*/false)
-                                  : make_text_encoder(config, tokenizer.vocab_size()), config);
+        to_run_device(fine_tuning ? source.read_folder_model(config) : make_text_encoder(config, tokenizer.vocab_size()),
+                      config);
     std::unique_ptr<nn::EmbeddingModel> model, pretrained;
     nlohmann::json facts = split_and_tokenizer_facts(splits, tokenizer);
     if (fine_tuning) check_run_memory(untrained->config(), config);
     facts["prompts"] = prompts_fact(*untrained);
     facts["model"] = nlohmann::json::parse(nn::config_to_json(untrained->config()));  // for the model card
-    if (!config.init.empty()) {
-        model = to_run_device(load_init(config, tokenizer.vocab_size()), config);
+    if (!source.fresh()) {
+        if (fine_tuning) print_folder_notes(source);
+        model = fine_tuning ? copied_model(*untrained)  // the same weights, trained apart
+                            : to_run_device(load_init_checkpoint(config, source, tokenizer.vocab_size()), config);
         fmt::print("starting from {} (no corpus pretraining)\n", config.init);
         print_plan(app, config, tokenizer, dataset, splits, *model, false);
         facts["init"] = config.init;
@@ -316,7 +319,7 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
     if (fine_tuning) {  // for the ecosystem: SentenceTransformer(path) loads it
         fs::path folder = sentence_transformers_folder(config.output);
         fs::remove_all(folder);
-        nn::save_sentence_transformers(folder.string(), *model, config.init);
+        source.save_fine_tuned(folder.string(), *model);
         fmt::print("sentence-transformers folder: {}\n", folder.string());
     }
     outcome.training = training;
@@ -330,7 +333,8 @@ RunOutcome run_train(const RetrievalApp& app, const RunConfig& given_config) {
 // learning rate), written back as a sentence-transformers folder to fine-tune from.
 RunOutcome run_pretrain(const RetrievalApp& app, const RunConfig& given_config) {
     RunConfig config = given_config;
-    const bool adapting = is_model_folder(config.init);
+    ModelSource source(config.init);
+    const bool adapting = source.is_folder();
     NCE_CHECK(config.init.empty() || adapting, "pretrain: --init {} is no pretrained model folder (modules.json or "
               "config.json with model.safetensors); corpus pretraining starts from a fresh model or from such a "
               "folder", config.init);
@@ -343,22 +347,22 @@ RunOutcome run_pretrain(const RetrievalApp& app, const RunConfig& given_config) 
     data::RetrievalDataset dataset = load_checked(app, config);
     data::DatasetSplits splits = split_for_app(app, dataset, config);
     create_output_folder(config.output);
-    data::Tokenizer tokenizer = sized_run_tokenizer(app, config, splits, files);
+    data::Tokenizer tokenizer = sized_run_tokenizer(app, config, source, splits, files);
     if (adapting) {  // warmup is pretraining's own (a tenth of its steps)
         if (config.chosen.count("learning_rate") == 0) config.learning_rate = kFineTuningLearningRate;
-        use_model_dropout(config);
+        use_model_dropout(config, source);
         fmt::print("adapting {} to the corpus: learning rate {:g} (--learning-rate); lengths within its max_seq_length "
                    "(queries {}, passages {} tokens)\n", config.init, config.learning_rate, config.max_query_length,
                    config.max_passage_length);
     }
     write_run_config(files.config, config);
-    print_tokenizer(tokenizer, config, files);
+    print_tokenizer(tokenizer, config, source, files);
     std::unique_ptr<nn::EmbeddingModel> start_model =
-        to_run_device(adapting ? load_pretrained_folder(config.init, config, /*print_notes=*/false)
-                               : make_text_encoder(config, tokenizer.vocab_size()), config);
+        to_run_device(adapting ? source.read_folder_model(config) : make_text_encoder(config, tokenizer.vocab_size()),
+                      config);
+    if (adapting) print_folder_notes(source);
     std::unique_ptr<nn::EmbeddingModel> model =
-        to_run_device(adapting ? load_init(config, tokenizer.vocab_size())
-                               : make_text_encoder(config, tokenizer.vocab_size()), config);
+        adapting ? copied_model(*start_model) : to_run_device(make_text_encoder(config, tokenizer.vocab_size()), config);
     nlohmann::json facts = split_and_tokenizer_facts(splits, tokenizer);
     facts["pretraining"] = pretraining_facts(
         pretrain_and_save(app, config, files, tokenizer, dataset, *model, /*training_follows=*/false));
@@ -374,7 +378,7 @@ RunOutcome run_pretrain(const RetrievalApp& app, const RunConfig& given_config) 
     if (adapting) {  // a model folder again, with its tokenizer: what --init and the ecosystem read
         fs::path folder = sentence_transformers_folder(config.output);
         fs::remove_all(folder);
-        nn::save_sentence_transformers(folder.string(), *model, config.init);
+        source.save_fine_tuned(folder.string(), *model);
         fmt::print("sentence-transformers folder: {}\n", folder.string());
         fine_tune_from = folder.string();
     }

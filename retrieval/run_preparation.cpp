@@ -10,6 +10,7 @@
 #include "engine/json_nesting.h"
 #include "nn/sentence_transformers_folder.h"
 #include "retrieval/data_sizes.h"
+#include "retrieval/model_source.h"
 #include "retrieval/dense_ranker.h"
 #include "retrieval/passage_index.h"
 #include "retrieval/pretraining.h"
@@ -35,30 +36,30 @@ bool reads_identifier_words(const RetrievalApp& app, const RunConfig& config) {
 // The run's tokenizer: with --init, the tokenizer.model beside that checkpoint (its ids are
 // the ones the checkpoint learned), copied into the output folder; else one trained on
 // `training_texts` (the training split's queries and passages).
-data::Tokenizer run_tokenizer(const RetrievalApp& app, const RunConfig& config,
+data::Tokenizer run_tokenizer(const RetrievalApp& app, const RunConfig& config, ModelSource& source,
                               const std::vector<std::string>& training_texts, const RunFiles& files) {
-    if (is_model_folder(config.init)) {
+    if (source.is_folder()) {
         // The folder's model and tokenizer are checked where the user put them (their files
         // named in any error), before anything is copied.
-        const int64_t model_vocabulary = nn::sentence_transformers_config(config.init).vocab_size;
-        data::Tokenizer own = data::Tokenizer::load(config.init);
+        const int64_t model_vocabulary = source.folder().config.vocab_size;
+        data::Tokenizer own = data::Tokenizer::load(source.path());
         NCE_CHECK(own.vocab_size() <= model_vocabulary,
                   "--init {}: its tokenizer gives ids up to {}, more than the model's vocabulary ({}); the folder "
-                  "mixes two models", config.init, own.vocab_size(), model_vocabulary);
+                  "mixes two models", source.path(), own.vocab_size(), model_vocabulary);
         std::string kept = pretrained_tokenizer_folder(files.output).string();
-        copy_tokenizer_files(config.init, kept);
+        copy_tokenizer_files(source.path(), kept);
         return data::Tokenizer::load(kept);
     }
-    if (!config.init.empty()) {
-        fs::path beside = fs::path(config.init).parent_path() / "tokenizer.model";
-        NCE_CHECK(fs::is_regular_file(config.init), "--init {}: no such file (give a model checkpoint, e.g. "
-                  "runs/<app>/pretrained.safetensors)", config.init);
-        load_text_encoder(config.init);  // a checkpoint of another kind: the error names it
+    if (source.is_checkpoint()) {
+        fs::path beside = fs::path(source.path()).parent_path() / "tokenizer.model";
+        NCE_CHECK(fs::is_regular_file(source.path()), "--init {}: no such file (give a model checkpoint, e.g. "
+                  "runs/<app>/pretrained.safetensors)", source.path());
+        source.checkpoint_config();  // a checkpoint of another kind: the error names it
         NCE_CHECK(fs::is_regular_file(beside), "--init {}: no tokenizer.model beside it; the checkpoint's token ids "
-                  "need the tokenizer it was trained with (keep the run's folder together)", config.init);
+                  "need the tokenizer it was trained with (keep the run's folder together)", source.path());
         std::error_code error;
         if (!fs::equivalent(beside, files.tokenizer, error))
-            copy_file_atomically(beside.string(), files.tokenizer, fmt::format("--init {}", config.init));
+            copy_file_atomically(beside.string(), files.tokenizer, fmt::format("--init {}", source.path()));
         return data::Tokenizer::load(files.tokenizer);
     }
     return train_run_tokenizer(training_texts, config, config.output, reads_identifier_words(app, config));
@@ -126,9 +127,13 @@ data::Tokenizer tokenizer_for(const std::string& checkpoint_path, const RunFiles
     return data::Tokenizer::load(path);
 }
 
-std::unique_ptr<nn::EmbeddingModel> load_init(const RunConfig& config, int64_t vocab_size) {
-    if (is_model_folder(config.init)) return load_pretrained_folder(config.init, config);  // sizes are its own
-    std::unique_ptr<nn::EmbeddingModel> model = load_text_encoder(config.init);  // names the file when it is no text_encoder
+void print_folder_notes(ModelSource& source) {
+    for (const std::string& note : source.folder().notes) fmt::print("--init {}: note: {}\n", source.path(), note);
+}
+
+std::unique_ptr<nn::EmbeddingModel> load_init_checkpoint(const RunConfig& config, ModelSource& source,
+                                                         int64_t vocab_size) {
+    std::unique_ptr<nn::EmbeddingModel> model = source.take_checkpoint_model();
     const nn::ModelConfig& found = model->config();
     nn::ModelConfig wanted = text_encoder_config(config, vocab_size);
     auto sizes = [](const nn::ModelConfig& c) {
@@ -139,35 +144,36 @@ std::unique_ptr<nn::EmbeddingModel> load_init(const RunConfig& config, int64_t v
     NCE_CHECK(sizes(found) == sizes(wanted) && found.out_dim == wanted.out_dim,
               "--init {}: the checkpoint is a text_encoder of {}, but this run builds one of {}; pass the sizes it "
               "was trained with (--d-model, --num-layers, --nhead, --dim-feedforward, --lexical-dim, --max-query-length, "
-              "--max-passage-length) or another checkpoint", config.init, sizes(found), sizes(wanted));
+              "--max-passage-length) or another checkpoint", source.path(), sizes(found), sizes(wanted));
     // The prompts are no part of the size: the run's own win, and are saved with its model.
     if (found.query_prompt != wanted.query_prompt || found.passage_prompt != wanted.passage_prompt)
         fmt::print("--init {}: the checkpoint reads queries after \"{}\" and passages after \"{}\"; this run trains and "
                    "saves the prompts \"{}\" and \"{}\" (--query-prompt, --passage-prompt)\n",
-                   config.init, found.query_prompt, found.passage_prompt, wanted.query_prompt, wanted.passage_prompt);
+                   source.path(), found.query_prompt, found.passage_prompt, wanted.query_prompt, wanted.passage_prompt);
     return with_training_dropout(with_model_prompts(std::move(model), wanted.query_prompt, wanted.passage_prompt),
                                  config.dropout);
 }
 
-data::Tokenizer sized_run_tokenizer(const RetrievalApp& app, RunConfig& config, const data::DatasetSplits& splits,
-                                    const RunFiles& files) {
+data::Tokenizer sized_run_tokenizer(const RetrievalApp& app, RunConfig& config, ModelSource& source,
+                                    const data::DatasetSplits& splits, const RunFiles& files) {
     std::vector<std::string> queries = query_texts_of(splits.train), passages = passage_texts_of(splits.train);
     std::vector<std::string> texts = queries;
     texts.insert(texts.end(), passages.begin(), passages.end());
-    if (config.init.empty()) size_vocabulary(config, texts);
-    data::Tokenizer tokenizer = run_tokenizer(app, config, texts, files);
+    if (source.fresh()) size_vocabulary(config, texts);
+    data::Tokenizer tokenizer = run_tokenizer(app, config, source, texts, files);
     if (config.vocab_size == kSizedToData) config.vocab_size = tokenizer.vocab_size();  // --init's tokenizer
     size_lengths(config, tokenizer, queries, passages);
-    if (is_model_folder(config.init)) {  // the model reads no more than its max_seq_length
-        int64_t most = nn::sentence_transformers_config(config.init).max_len;
+    if (source.is_folder()) {  // the model reads no more than its max_seq_length
+        int64_t most = source.folder().config.max_len;
         config.max_query_length = std::min(config.max_query_length, most);
         config.max_passage_length = std::min(config.max_passage_length, most);
     }
     return tokenizer;
 }
 
-void print_tokenizer(const data::Tokenizer& tokenizer, const RunConfig& config, const RunFiles& files) {
-    bool pretrained = is_model_folder(config.init);
+void print_tokenizer(const data::Tokenizer& tokenizer, const RunConfig& config, const ModelSource& source,
+                     const RunFiles& files) {
+    bool pretrained = source.is_folder();
     fmt::print("tokenizer: {} pieces ({}){}{}\n", tokenizer.vocab_size(),
                pretrained ? pretrained_tokenizer_folder(files.output).string() + ", the pretrained model's"
                           : files.tokenizer,
@@ -242,13 +248,14 @@ data::DatasetSplits split_for_app(const RetrievalApp& app, const data::Retrieval
     return splits;
 }
 
-void use_model_dropout(RunConfig& config) {
-    if (config.chosen.count("dropout") == 0) config.dropout = nn::sentence_transformers_config(config.init).dropout;
+void use_model_dropout(RunConfig& config, ModelSource& source) {
+    if (config.chosen.count("dropout") == 0) config.dropout = source.folder().config.dropout;
 }
 
-std::string use_fine_tuning_defaults(RunConfig& config, const RetrievalApp& app, int64_t training_queries) {
+std::string use_fine_tuning_defaults(RunConfig& config, ModelSource& source, const RetrievalApp& app,
+                                     int64_t training_queries) {
     auto chosen = [&](const char* setting) { return config.chosen.count(setting) != 0; };
-    use_model_dropout(config);
+    use_model_dropout(config, source);
     std::vector<std::string> changed;
     const RetrievalApp::FineTuning& own = app.fine_tuning;
     if (!own.loss.empty() && !chosen("loss") && own.loss != config.loss) {

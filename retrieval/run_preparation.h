@@ -4,7 +4,8 @@
 //
 //   load_checked -> split_for_app -> NewFolderGuard, create_output_folder, write_split_ids
 //   -> sized_run_tokenizer (a trained one, or --init's) -> use_fine_tuning_defaults (--init FOLDER)
-//   -> print_tokenizer -> load_init or make_text_encoder -> print_plan (with its time estimate)
+//   -> print_tokenizer -> the model: --init's (model_source.h) or make_text_encoder
+//   -> print_plan (with its time estimate)
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include "data/split.h"
 #include "data/tokenizer.h"
 #include "nn/model.h"
+#include "retrieval/model_source.h"
 #include "retrieval/retrieval_app.h"
 #include "retrieval/run_config.h"
 
@@ -54,8 +56,8 @@ private:
 // CHECKPOINT the one beside it; else one trained on the training split), with the vocabulary
 // and the lengths left at -1 sized to the data, and a pretrained model's lengths kept within
 // its max_seq_length.
-data::Tokenizer sized_run_tokenizer(const RetrievalApp& app, RunConfig& config, const data::DatasetSplits& splits,
-                                    const RunFiles& files);
+data::Tokenizer sized_run_tokenizer(const RetrievalApp& app, RunConfig& config, ModelSource& source,
+                                    const data::DatasetSplits& splits, const RunFiles& files);
 
 // The learning rate a pretrained model fine-tunes at (sentence-transformers' usual 2e-5).
 inline constexpr double kFineTuningLearningRate = 2e-5;
@@ -63,7 +65,7 @@ inline constexpr double kFineTuningLearningRate = 2e-5;
 // A --dropout the user did not choose (config.chosen) takes the pretrained model's own
 // (hidden_dropout_prob of --init's config.json), so that config.json records the dropout the
 // run trains with.
-void use_model_dropout(RunConfig& config);
+void use_model_dropout(RunConfig& config, ModelSource& source);
 
 // A pretrained model wants a short run at a small learning rate with warmup: each setting the
 // user did not choose (config.chosen; a flag given at the from-scratch value stays as given)
@@ -72,15 +74,21 @@ void use_model_dropout(RunConfig& config);
 // epoch over `training_queries`, 2e-5, a tenth of the steps of warmup, validation four times,
 // the model's own dropout).
 // Returns what changed and the lengths, for the run to print.
-std::string use_fine_tuning_defaults(RunConfig& config, const RetrievalApp& app, int64_t training_queries);
+std::string use_fine_tuning_defaults(RunConfig& config, ModelSource& source, const RetrievalApp& app,
+                                     int64_t training_queries);
 
 // "tokenizer: N pieces (path)", then whether it reads names as words, and when the text filled
 // fewer pieces than vocab_size allows, so.
-void print_tokenizer(const data::Tokenizer& tokenizer, const RunConfig& config, const RunFiles& files);
+void print_tokenizer(const data::Tokenizer& tokenizer, const RunConfig& config, const ModelSource& source,
+                     const RunFiles& files);
 
-// The model --init names, checked against the run's sizes: a checkpoint of another kind or
-// size is one line naming both and the flags to change.
-std::unique_ptr<nn::EmbeddingModel> load_init(const RunConfig& config, int64_t vocab_size);
+// What the reader of an --init folder assumed, one "--init FOLDER: note: ..." line each.
+void print_folder_notes(ModelSource& source);
+
+// The checkpoint --init names, checked against the run's sizes: one of another kind or size is
+// one line naming both and the flags to change.
+std::unique_ptr<nn::EmbeddingModel> load_init_checkpoint(const RunConfig& config, ModelSource& source,
+                                                         int64_t vocab_size);
 
 // --max-steps, when the user gives it, bounds the corpus-sized pretraining too: a short run is short.
 int64_t pretraining_step_limit(const RetrievalApp& app, const RunConfig& config);

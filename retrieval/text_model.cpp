@@ -101,6 +101,10 @@ std::unique_ptr<nn::EmbeddingModel> with_training_dropout(std::unique_ptr<nn::Em
     return rebuilt_with(*model, config);
 }
 
+std::unique_ptr<nn::EmbeddingModel> copied_model(nn::EmbeddingModel& model) {
+    return rebuilt_with(model, model.config());
+}
+
 void check_run_memory(const nn::ModelConfig& model, const RunConfig& config) {
     if (config.device != Device::CPU) return;  // the activations live on the GPU, whose allocator reports its own limit
     nn::TrainingBatchShape batch;
@@ -138,10 +142,15 @@ std::unique_ptr<nn::EmbeddingModel> load_pretrained_folder(const std::string& fo
     nn::PretrainedModel pretrained = nn::load_sentence_transformers(folder);
     if (print_notes)
         for (const std::string& note : pretrained.notes) fmt::print("--init {}: note: {}\n", folder, note);
-    const nn::ModelConfig& own = pretrained.model->config();
+    return as_the_run_reads(std::move(pretrained.model), config);
+}
+
+std::unique_ptr<nn::EmbeddingModel> as_the_run_reads(std::unique_ptr<nn::EmbeddingModel> pretrained,
+                                                     const RunConfig& config) {
+    const nn::ModelConfig& own = pretrained->config();
     std::string query_prompt = config.query_prompt.empty() ? own.query_prompt : config.query_prompt;
     std::string passage_prompt = config.passage_prompt.empty() ? own.passage_prompt : config.passage_prompt;
-    return with_training_dropout(with_model_prompts(std::move(pretrained.model), query_prompt, passage_prompt),
+    return with_training_dropout(with_model_prompts(std::move(pretrained), query_prompt, passage_prompt),
                                  config.dropout);
 }
 

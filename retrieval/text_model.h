@@ -55,6 +55,10 @@ std::unique_ptr<nn::EmbeddingModel> with_model_prompts(std::unique_ptr<nn::Embed
 // and 0.1) unless the run asks for another.
 std::unique_ptr<nn::EmbeddingModel> with_training_dropout(std::unique_ptr<nn::EmbeddingModel> model, double dropout);
 
+// A second model with the same config and parameters (copied: training one leaves the other
+// as it was), on the same device and in the same mode.
+std::unique_ptr<nn::EmbeddingModel> copied_model(nn::EmbeddingModel& model);
+
 // A freshly initialised text_encoder; the same config and seed give the same weights. Refused
 // first, with one line, when training it could not fit in memory (check_run_memory).
 std::unique_ptr<nn::EmbeddingModel> make_text_encoder(const RunConfig& config, int64_t vocab_size);
@@ -79,6 +83,11 @@ bool is_model_folder(const std::string& path);
 // from config_sentence_transformers.json, otherwise) and its dropout (with_training_dropout).
 std::unique_ptr<nn::EmbeddingModel> load_pretrained_folder(const std::string& folder, const RunConfig& config,
                                                            bool print_notes = true);
+
+// A pretrained model as a run reads it: its own prompts unless the run gives others, the
+// run's dropout.
+std::unique_ptr<nn::EmbeddingModel> as_the_run_reads(std::unique_ptr<nn::EmbeddingModel> pretrained,
+                                                     const RunConfig& config);
 
 // The tokenizer kept in `folder` beside a model checkpoint: tokenizer.model (one nce trained),
 // else tokenizer/ (a pretrained model's files, kept by a run fine-tuned from --init FOLDER);

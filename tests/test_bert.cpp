@@ -345,8 +345,8 @@ TEST_CASE("bert: SentenceTransformer(path) loads a folder nce wrote and gives nc
 
     TemporaryDirectory scratch;
     fs::path written = scratch.path / "fine_tuned";
-    nn::save_sentence_transformers(written.string(), *pretrained.model, model_folder.string());
-    // The pooler no embedding reads is carried over from the folder the model came from.
+    nn::save_sentence_transformers(written.string(), *pretrained.model, model_folder.string(), pretrained.pooler);
+    // The pooler no embedding reads, kept from the read, is written back unchanged.
     SafetensorsFile source = read_safetensors((model_folder / "model.safetensors").string());
     SafetensorsFile saved_tensors = read_safetensors((written / "model.safetensors").string());
     for (const char* name : {"pooler.dense.weight", "pooler.dense.bias"}) {

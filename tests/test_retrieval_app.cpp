@@ -462,12 +462,13 @@ TEST_CASE("fine-tuning defaults replace the settings the user did not choose, ev
     app.defaults.learning_rate = 1e-3;
     app.defaults.batch_size = 64;
     app.fine_tuning = {"infonce", 32};
+    ModelSource no_init("");  // the dropout is chosen: no folder is read
     RunConfig config = app.defaults;
     config.loss = "infonce_symmetric";
     // The user gave --learning-rate 1e-3 (the from-scratch value), --loss infonce_symmetric and
     // --dropout: those stay; the rest take fine-tuning's.
     config.chosen = {"learning_rate", "loss", "dropout"};
-    use_fine_tuning_defaults(config, app, 100);
+    use_fine_tuning_defaults(config, no_init, app, 100);
     CHECK(config.learning_rate == 1e-3);
     CHECK(config.loss == "infonce_symmetric");
     CHECK(config.batch_size == 32);
@@ -476,7 +477,7 @@ TEST_CASE("fine-tuning defaults replace the settings the user did not choose, ev
 
     RunConfig unchosen = app.defaults;
     unchosen.chosen = {"dropout"};
-    use_fine_tuning_defaults(unchosen, app, 100);
+    use_fine_tuning_defaults(unchosen, no_init, app, 100);
     CHECK(unchosen.learning_rate == kFineTuningLearningRate);
     CHECK(unchosen.loss == "infonce");
 }
@@ -484,22 +485,23 @@ TEST_CASE("fine-tuning defaults replace the settings the user did not choose, ev
 TEST_CASE("fine-tuning defaults: an app's passage length shortens the sized one, unless the user chose one") {
     RetrievalApp app;
     app.fine_tuning = {"infonce", 32, 48};
+    ModelSource no_init("");  // the dropout is chosen: no folder is read
     RunConfig sized = app.defaults;
     sized.max_passage_length = 128;  // as sized to the data
     sized.chosen = {"dropout"};      // (else the dropout is read from the --init folder)
-    use_fine_tuning_defaults(sized, app, 100);
+    use_fine_tuning_defaults(sized, no_init, app, 100);
     CHECK(sized.max_passage_length == 48);
 
     RunConfig short_model = app.defaults;
     short_model.max_passage_length = 32;  // a model whose max_seq_length is 32: never lengthened
     short_model.chosen = {"dropout"};
-    use_fine_tuning_defaults(short_model, app, 100);
+    use_fine_tuning_defaults(short_model, no_init, app, 100);
     CHECK(short_model.max_passage_length == 32);
 
     RunConfig chosen = app.defaults;
     chosen.max_passage_length = 128;
     chosen.chosen = {"max_passage_length", "dropout"};
-    use_fine_tuning_defaults(chosen, app, 100);
+    use_fine_tuning_defaults(chosen, no_init, app, 100);
     CHECK(chosen.max_passage_length == 128);
 }
 

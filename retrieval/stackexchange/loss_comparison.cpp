@@ -78,7 +78,8 @@ ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const 
     auto start = std::chrono::steady_clock::now();
     // --init FOLDER: every loss fine-tunes the same pretrained model (its tokenizer, the
     // fine-tuning defaults, no corpus pretraining); the zero-shot model is the first row.
-    const bool fine_tuning = retrieval::is_model_folder(config.init);
+    retrieval::ModelSource source(config.init);
+    const bool fine_tuning = source.is_folder();
     NCE_CHECK(config.init.empty() || fine_tuning, "compare: --init {} is no pretrained model folder (modules.json or "
               "config.json with model.safetensors); every loss starts from such a folder or from a fresh model",
               config.init);
@@ -96,13 +97,13 @@ ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const 
     retrieval::RunConfig sizing = config;
     sizing.output = compare_dir;
     data::Tokenizer tokenizer =
-        retrieval::sized_run_tokenizer(app, sizing, splits, retrieval::RunFiles(compare_dir));
+        retrieval::sized_run_tokenizer(app, sizing, source, splits, retrieval::RunFiles(compare_dir));
     config.vocab_size = sizing.vocab_size;
     config.max_query_length = sizing.max_query_length;
     config.max_passage_length = sizing.max_passage_length;
     if (fine_tuning) {
         std::string settings_changed = retrieval::use_fine_tuning_defaults(
-            config, app, static_cast<int64_t>(splits.train.queries.size()));
+            config, source, app, static_cast<int64_t>(splits.train.queries.size()));
         config.pretrain_steps = 0;
         fmt::print("every loss fine-tunes {}: {}; no corpus pretraining\n", config.init, settings_changed);
     }
@@ -131,8 +132,10 @@ ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const 
 
     // 3. The untrained model and BM25.
     retrieval::TruncationCount test_queries, test_passages;
-    auto start_model = [&]() {  // where every loss starts: the pretrained folder, or a fresh model
-        return fine_tuning ? retrieval::load_pretrained_folder(config.init, config, /*print_notes=*/false)
+    // Where every loss starts: the pretrained folder (read once, each loss a copy), or a fresh model.
+    std::unique_ptr<nn::EmbeddingModel> pretrained_start = fine_tuning ? source.read_folder_model(config) : nullptr;
+    auto start_model = [&]() {
+        return fine_tuning ? retrieval::copied_model(*pretrained_start)
                            : retrieval::make_text_encoder(config, tokenizer.vocab_size());
     };
     {
