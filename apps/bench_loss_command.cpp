@@ -22,10 +22,10 @@
 // (losses/infonce_rows.h; --block-rows bounds its memory there too), and the line adds
 // device_peak_mib, the most device memory its tensors held at once; a loss whose code still
 // reads tensors on the host stops with the engine's one-line error.
-// Without a usable GPU the command stops first with one line (retrieval/device_name.h).
+// Without a usable GPU the command stops first with one line (retrieval/settings/device_name.h).
 //
 // --gemm-precision bfloat16: the float32 GEMMs round their operands to bfloat16 and
-// accumulate in float32 (retrieval/gemm_precision_option.h); the line says which precision ran
+// accumulate in float32 (retrieval/settings/gemm_precision_option.h); the line says which precision ran
 // and oneDNN's ISA. It changes float32 GEMMs only, so --dtype float64 with it is an error.
 #include <fmt/core.h>
 
@@ -40,8 +40,8 @@
 
 #include "apps/commands.h"
 #include "apps/process_usage.h"
-#include "retrieval/device_name.h"
-#include "retrieval/gemm_precision_option.h"
+#include "retrieval/settings/device_name.h"
+#include "retrieval/settings/gemm_precision_option.h"
 #include "engine/nce.h"
 #include "losses/losses.h"
 

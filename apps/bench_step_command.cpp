@@ -34,7 +34,7 @@
 // time on a busy machine includes waiting for a core; CPU time much less so).
 // The first `--warmup` steps (default 1) fill the allocator's caches and create AdamW's
 // moments and are left out of the timing. --gemm-precision bfloat16 runs the step's float32
-// GEMMs on bfloat16-rounded operands with float32 accumulation (retrieval/gemm_precision_option.h);
+// GEMMs on bfloat16-rounded operands with float32 accumulation (retrieval/settings/gemm_precision_option.h);
 // the line says which precision ran.
 //
 // Memory. peak_allocated_mib is the most memory the engine's tensors held at once during the
@@ -54,7 +54,7 @@
 //
 // --device cuda: the model (Module::to) and the inputs (Tensor::to) move to the GPU before
 // the warmup; a step ends when its loss is back on the host. One process only. Without a
-// usable GPU the command stops first with one line (retrieval/device_name.h). peak_allocated_mib
+// usable GPU the command stops first with one line (retrieval/settings/device_name.h). peak_allocated_mib
 // counts host tensors only, so the line leaves it out on cuda.
 #include <fmt/core.h>
 
@@ -68,8 +68,8 @@
 
 #include "apps/commands.h"
 #include "apps/process_usage.h"
-#include "retrieval/device_name.h"
-#include "retrieval/gemm_precision_option.h"
+#include "retrieval/settings/device_name.h"
+#include "retrieval/settings/gemm_precision_option.h"
 #include "distributed/collectives.h"
 #include "distributed/data_parallel.h"
 #include "distributed/distributed_losses.h"

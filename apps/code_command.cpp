@@ -14,9 +14,9 @@
 #include "retrieval/code/sig_predictor_training.h"
 #include "retrieval/code/teacher_features.h"
 #include "apps/commands.h"
-#include "retrieval/gemm_precision_option.h"
+#include "retrieval/settings/gemm_precision_option.h"
 #include "apps/retrieval_subcommands.h"
-#include "retrieval/retrieval_app.h"
+#include "retrieval/run/retrieval_app.h"
 #include "engine/error.h"
 
 namespace nce::apps {

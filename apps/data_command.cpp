@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "apps/commands.h"
-#include "retrieval/run_config.h"
+#include "retrieval/settings/run_config.h"
 #include "data/codesearchnet_reader.h"
 #include "data/csv_field.h"
 #include "data/dataset.h"

@@ -16,7 +16,7 @@
 // is read and checked, and every batch computed, before the output is written; errors are
 // one line. --device cuda moves the model (Module::to) and each batch (Tensor::to) to the GPU
 // and the embeddings back; without a usable GPU it stops first with one line
-// (retrieval/device_name.h).
+// (retrieval/settings/device_name.h).
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -26,10 +26,10 @@
 #include <vector>
 
 #include "apps/commands.h"
-#include "retrieval/device_name.h"
-#include "retrieval/model_names.h"
-#include "retrieval/text_model.h"
-#include "retrieval/tokenizer_fingerprint.h"
+#include "retrieval/settings/device_name.h"
+#include "retrieval/settings/model_names.h"
+#include "retrieval/model/text_model.h"
+#include "retrieval/model/tokenizer_fingerprint.h"
 #include "data/reader_support.h"
 #include "data/text_cleaning.h"
 #include "data/tokenizer.h"

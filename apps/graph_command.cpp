@@ -18,7 +18,7 @@
 
 #include "apps/commands.h"
 #include "apps/loss_inputs.h"
-#include "retrieval/run_config.h"
+#include "retrieval/settings/run_config.h"
 #include "engine/nce.h"
 #include "losses/infonce_expanded.h"
 #include "losses/losses.h"

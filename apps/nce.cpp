@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
     if (!nce::distributed::is_main_rank()) std::freopen("/dev/null", "w", stdout);
 #ifdef NCE_HAVE_CUDA
     // The CUDA backend, when this machine has a GPU; otherwise the reason is kept, and a
-    // command given --device cuda prints it (retrieval/device_name.h). One device count, no context.
+    // command given --device cuda prints it (retrieval/settings/device_name.h). One device count, no context.
     nce::cuda::install_backend();
 #endif
     CLI::App app{"nce: an autograd engine for contrastive learning, with every gradient derived by hand and proved"};

@@ -1,5 +1,5 @@
 // `nce <app>` for a retrieval app (korquad, stackexchange, code, train): the subcommands and
-// their flags, each calling the run it names in retrieval/retrieval_app.h.
+// their flags, each calling the run it names in retrieval/run/retrieval_app.h.
 #include "apps/retrieval_subcommands.h"
 
 #include <CLI/CLI.hpp>
@@ -11,9 +11,9 @@
 #include <string>
 
 #include "engine/error.h"
-#include "retrieval/gemm_precision_option.h"
-#include "retrieval/passage_index.h"
-#include "retrieval/run_config.h"
+#include "retrieval/settings/gemm_precision_option.h"
+#include "retrieval/index/passage_index.h"
+#include "retrieval/settings/run_config.h"
 
 namespace nce::apps {
 

@@ -1,7 +1,7 @@
 // `nce <app>` with train, pretrain, eval, index and search, for an app described by a
-// retrieval::RetrievalApp (retrieval/retrieval_app.h says what each subcommand runs).
+// retrieval::RetrievalApp (retrieval/run/retrieval_app.h says what each subcommand runs).
 #pragma once
-#include "retrieval/retrieval_app.h"
+#include "retrieval/run/retrieval_app.h"
 
 namespace CLI {
 class App;

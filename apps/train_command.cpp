@@ -1,5 +1,5 @@
 // nce train --train FILE [--validation FILE] [--corpus FILE] [--format F] [--output DIR] [flags]
-// nce train pretrain|eval|index|search ...   as every retrieval app's (retrieval/retrieval_app.h);
+// nce train pretrain|eval|index|search ...   as every retrieval app's (retrieval/run/retrieval_app.h);
 //                                            eval and index read the files the run was trained with
 //
 // A text encoder trained on the user's own pairs (retrieval/pairs/pairs_app.h), with everything

@@ -1,8 +1,8 @@
-// The apps' --config files (retrieval/run_config.h), read as `nce korquad train --config
+// The apps' --config files (retrieval/settings/run_config.h), read as `nce korquad train --config
 // FILE` reads them: the JSON, every key applied onto the defaults, the values validated.
 #include <CLI/CLI.hpp>
 
-#include "retrieval/run_config.h"
+#include "retrieval/settings/run_config.h"
 #include "fuzz/fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

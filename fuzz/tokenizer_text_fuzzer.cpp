@@ -1,11 +1,11 @@
 // Texts given to a tokenizer (data/tokenizer.h): any bytes as a query or a passage, encoded as
 // the apps encode them (cut to 512 tokens), and cut into windows of a passage as the apps'
-// index cuts them (retrieval/passage_index.h). The model is the seed corpus's tokenizer
+// index cuts them (retrieval/index/passage_index.h). The model is the seed corpus's tokenizer
 // model, fixed; only the text is fuzzed. Long texts of pieces the model does not know were
 // quadratic inside SentencePiece: scripts/fuzz.sh gives this target inputs up to 4 MB.
 #include "data/tokenizer.h"
 #include "fuzz/fuzz_input.h"
-#include "retrieval/passage_index.h"
+#include "retrieval/index/passage_index.h"
 
 #ifndef NCE_FUZZ_TOKENIZER_MODEL
 #error "NCE_FUZZ_TOKENIZER_MODEL: the path of the tokenizer model the texts are encoded with (fuzz/meson.build)"

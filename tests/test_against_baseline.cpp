@@ -1,11 +1,11 @@
-// Rows of a run's table against BM25 (retrieval/against_baseline.h): the paired test
+// Rows of a run's table against BM25 (retrieval/report/against_baseline.h): the paired test
 // sees a difference that overlapping intervals hide, sees none where two rows only trade
 // queries, and marks the direction.
 #include <string>
 #include <vector>
 
-#include "retrieval/against_baseline.h"
-#include "retrieval/metric_table.h"
+#include "retrieval/report/against_baseline.h"
+#include "retrieval/report/metric_table.h"
 #include "eval/bootstrap.h"
 #include "tests/test_helpers.h"
 

@@ -1,4 +1,4 @@
-// Settings sized to the data (retrieval/data_sizes.h): the vocabulary rule, the length
+// Settings sized to the data (retrieval/settings/data_sizes.h): the vocabulary rule, the length
 // rule, and that a value the user chose is kept.
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "retrieval/data_sizes.h"
+#include "retrieval/settings/data_sizes.h"
 #include "data/tokenizer.h"
 
 using namespace nce::retrieval;

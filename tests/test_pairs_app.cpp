@@ -9,8 +9,8 @@
 #include "retrieval/pairs/loss_fit.h"
 #include "retrieval/pairs/pairs_app.h"
 #include "eval/rankings.h"
-#include "retrieval/text_model.h"
-#include "retrieval/training.h"
+#include "retrieval/model/text_model.h"
+#include "retrieval/train/training.h"
 #include "tests/test_helpers.h"
 
 namespace fs = std::filesystem;
@@ -287,8 +287,9 @@ TEST_CASE("training table: each row computes the loss it is named after, in ever
         data::BatchPlan plan = data::make_batches(train, options);
         REQUIRE(!plan.batches.empty());
         REQUIRE(plan.batches.front().rows.size() >= loss.minimum_rows);
-        const retrieval::BatchContext context{loss,   *model, tokenizer,  plan.batches.front(), train, hard_negatives,
-                                              config, parameters, generator};
+        const retrieval::BatchContext context{loss,       *model, tokenizer,  plan.batches.front(), train, hard_negatives,
+                                              config.max_query_length, config.max_passage_length, parameters,
+                                              generator};
         if (loss.check_data) CHECK_NOTHROW(loss.check_data(train));
         Var value = loss.batch_loss(context);
         REQUIRE(value.requires_grad());

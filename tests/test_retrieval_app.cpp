@@ -2,6 +2,7 @@
 // (retrieval/korquad/): lexical tokens, the hybrid fusion and its weight, the metric table with its
 // intervals, the SVG charts (error bars, legend, round ticks), the run configuration, and
 // generated data that the real reader accepts.
+#include <limits>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -15,19 +16,19 @@
 #include <sstream>
 
 #include "retrieval/korquad/korquad_generator.h"
-#include "retrieval/axis_ticks.h"
-#include "retrieval/metric_table.h"
-#include "retrieval/passage_index.h"
-#include "retrieval/pretraining.h"
-#include "retrieval/training_windows.h"
-#include "retrieval/bm25_negatives.h"
+#include "retrieval/report/axis_ticks.h"
+#include "retrieval/report/metric_table.h"
+#include "retrieval/index/passage_index.h"
+#include "retrieval/train/pretraining.h"
+#include "retrieval/train/training_windows.h"
+#include "retrieval/train/bm25_negatives.h"
 #include "eval/rankings.h"
-#include "retrieval/run_device.h"
-#include "retrieval/run_config.h"
-#include "retrieval/run_preparation.h"
-#include "retrieval/retrieval_app.h"
-#include "retrieval/svg_charts.h"
-#include "retrieval/text_model.h"
+#include "retrieval/embedding/run_device.h"
+#include "retrieval/settings/run_config.h"
+#include "retrieval/run/run_preparation.h"
+#include "retrieval/run/retrieval_app.h"
+#include "retrieval/report/svg_charts.h"
+#include "retrieval/model/text_model.h"
 #include "data/korquad_reader.h"
 #include "nn/checkpoint.h"
 #include "tests/test_helpers.h"
@@ -480,6 +481,14 @@ TEST_CASE("fine-tuning defaults replace the settings the user did not choose, ev
     use_fine_tuning_defaults(unchosen, no_init, app, 100);
     CHECK(unchosen.learning_rate == kFineTuningLearningRate);
     CHECK(unchosen.loss == "infonce");
+}
+
+TEST_CASE("--max-steps bounds corpus pretraining when the user chose it, even at its default value") {
+    RunConfig config;
+    config.max_steps = 500;
+    CHECK(pretraining_step_limit(config) == std::numeric_limits<int64_t>::max());  // not chosen: no bound
+    config.chosen = {"max_steps"};
+    CHECK(pretraining_step_limit(config) == 500);
 }
 
 TEST_CASE("fine-tuning defaults: an app's passage length shortens the sized one, unless the user chose one") {

@@ -1,4 +1,4 @@
-// The term part's share of the score, chosen on validation (retrieval/term_share.h): one
+// The term part's share of the score, chosen on validation (retrieval/train/term_share.h): one
 // encoding at the learned weight ranks as the model re-encoded at another weight would, and
 // the choice is the smallest grid share with the best validation MRR@10, written into the model.
 #include <cmath>
@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "eval/rankings.h"
-#include "retrieval/run_config.h"
-#include "retrieval/term_share.h"
-#include "retrieval/text_model.h"
+#include "retrieval/settings/run_config.h"
+#include "retrieval/train/term_share.h"
+#include "retrieval/model/text_model.h"
 #include "tests/test_helpers.h"
 
 using namespace nce;

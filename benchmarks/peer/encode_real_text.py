@@ -8,7 +8,7 @@ folder, the same texts, the same batch size and thread count, each side in its o
 The texts are the paragraphs of this repository's Markdown files and 40-line pieces of its
 C++ sources (so any clone has them), cut to at most 2,000 characters: varied lengths, as
 real corpora have. Both sides sort by length and pad each batch to its longest text
-(sentence-transformers' encode, nce's retrieval/text_model.h), truncating at the model's
+(sentence-transformers' encode, nce's retrieval/model/text_model.h), truncating at the model's
 max_seq_length. Prints one JSON line per side (texts/s, the median of --reps timed runs after
 one untimed) and the ratio nce / sentence-transformers, and the largest difference between
 the two sides' embeddings.

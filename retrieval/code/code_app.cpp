@@ -45,7 +45,7 @@ data::RetrievalDataset load_code_corpus(const retrieval::RunConfig& config, Corp
 retrieval::RunConfig code_defaults() {
     retrieval::RunConfig defaults;
     defaults.output = "runs/code";
-    defaults.vocab_size = retrieval::kSizedToData;  // sized to the data, as are the two lengths (retrieval/data_sizes.h)
+    defaults.vocab_size = retrieval::kSizedToData;  // sized to the data, as are the two lengths (retrieval/settings/data_sizes.h)
     defaults.character_coverage = 0.9995;
     defaults.max_query_length = retrieval::kSizedToData;
     defaults.max_passage_length = retrieval::kSizedToData;

@@ -7,9 +7,9 @@
 // ranked against every body of the corpus (retrieval/code/whole_corpus_split.h). The table shows
 // the untrained model, BM25 on whitespace tokens and on code identifiers (split at
 // punctuation, '_' and camelCase), the trained model, and the hybrid, with Rank@1 and
-// Rank@10. The run itself is retrieval/retrieval_app.h.
+// Rank@10. The run itself is retrieval/run/retrieval_app.h.
 #pragma once
-#include "retrieval/retrieval_app.h"
+#include "retrieval/run/retrieval_app.h"
 
 namespace nce::code {
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "retrieval/code/teacher_features.h"
-#include "retrieval/run_config.h"
-#include "retrieval/text_model.h"
+#include "retrieval/settings/run_config.h"
+#include "retrieval/model/text_model.h"
 #include "data/tokenizer.h"
 #include "engine/error.h"
 #include "nn/bert_encoder.h"

@@ -7,8 +7,8 @@
 #include <map>
 
 #include "eval/rankings.h"
-#include "retrieval/svg_charts.h"
-#include "retrieval/training.h"
+#include "retrieval/report/svg_charts.h"
+#include "retrieval/train/training.h"
 #include "data/split.h"
 #include "losses/losses.h"
 #include "nn/checkpoint.h"

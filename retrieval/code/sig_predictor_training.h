@@ -10,15 +10,15 @@
 //   -> on the test split, every test signature ranked against every body of the folder (the
 //      whole corpus), for the untrained and the trained sig_predictor
 //
-// The run writes into config.output what a text run writes (retrieval/run_config.h RunFiles):
+// The run writes into config.output what a text run writes (retrieval/settings/run_config.h RunFiles):
 // config.json, model.safetensors (the sig_predictor), training_best/last.safetensors,
 // train_log.jsonl, results.json, metrics.svg, training_curves.svg.
 #pragma once
 #include <string>
 
 #include "retrieval/code/teacher_features.h"
-#include "retrieval/metric_table.h"
-#include "retrieval/run_config.h"
+#include "retrieval/report/metric_table.h"
+#include "retrieval/settings/run_config.h"
 #include "nn/trainer.h"
 
 namespace nce::code {

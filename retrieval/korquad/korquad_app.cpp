@@ -50,7 +50,7 @@ retrieval::RetrievalApp korquad_app() {
     app.description = "KorQuAD passage retrieval: train, eval, index and search (no --data: generated Korean data)";
     retrieval::RunConfig& defaults = app.defaults;
     defaults.output = "runs/korquad";
-    defaults.vocab_size = retrieval::kSizedToData;  // sized to the data, as are the two lengths (retrieval/data_sizes.h)
+    defaults.vocab_size = retrieval::kSizedToData;  // sized to the data, as are the two lengths (retrieval/settings/data_sizes.h)
     defaults.max_query_length = retrieval::kSizedToData;
     defaults.max_passage_length = retrieval::kSizedToData;
     defaults.d_model = 128;

@@ -7,9 +7,9 @@
 // shows the untrained model, BM25 on whitespace tokens and on whitespace tokens plus character
 // bigrams inside words (Korean particles stick to words, so bigrams find a word under another
 // particle), the trained model, and the hybrid of the better BM25 and the model. The run
-// itself is retrieval/retrieval_app.h.
+// itself is retrieval/run/retrieval_app.h.
 #pragma once
-#include "retrieval/retrieval_app.h"
+#include "retrieval/run/retrieval_app.h"
 
 namespace nce::korquad {
 

@@ -5,7 +5,7 @@
 #include <set>
 #include <vector>
 
-#include "retrieval/run_config.h"
+#include "retrieval/settings/run_config.h"
 #include "engine/error.h"
 #include "engine/random.h"
 

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "retrieval/passage_index.h"
-#include "retrieval/text_model.h"
+#include "retrieval/index/passage_index.h"
+#include "retrieval/model/text_model.h"
 #include "engine/error.h"
 #include "engine/tensor_math.h"
 #include "engine/threads.h"

@@ -7,7 +7,7 @@
 //           scored: the positive's own score is needed for the margin, so an approximate
 //           top-k would not do), read as nce train's evaluation reads them: the model's query
 //           and passage prompts in front, a candidate longer than the window cut into
-//           overlapping windows (retrieval/passage_index.h) and scoring as its best one.
+//           overlapping windows (retrieval/index/passage_index.h) and scoring as its best one.
 //           The windows are embedded once; each block of queries is one [B, D]·[D, windows]
 //           product. No floor.
 #pragma once

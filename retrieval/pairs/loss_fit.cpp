@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "retrieval/training.h"
+#include "retrieval/embedding/training_losses.h"
 #include "engine/error.h"
 
 namespace nce::pairs {

@@ -16,7 +16,7 @@
 //   cosent                   negatives or score           -
 //   contrastive              negatives or score           -
 //
-// How each loss reads the rows (retrieval/training.h): infonce and infonce_symmetric add
+// How each loss reads the rows (retrieval/embedding/training_losses.h): infonce and infonce_symmetric add
 // the batch's negatives to the candidates of every query; multi_positive, rank_infonce and
 // hard_negative_infonce group the positives of one query (rows sharing an anchor or
 // query_id); triplet takes a negative of the row's query; listwise, cosent and contrastive

@@ -144,7 +144,7 @@ retrieval::RetrievalApp pairs_app() {
     defaults.num_layers = 2;
     defaults.nhead = 4;
     defaults.dim_feedforward = 256;
-    // Sized to the training file as the apps size theirs (retrieval/data_sizes.h): a fixed 48
+    // Sized to the training file as the apps size theirs (retrieval/settings/data_sizes.h): a fixed 48
     // query tokens cut 423 of 463 StackExchange questions (title and body).
     defaults.max_query_length = retrieval::kSizedToData;
     defaults.max_passage_length = retrieval::kSizedToData;

@@ -1,4 +1,4 @@
-// `nce train`: the retrieval run of retrieval/retrieval_app.h on the user's own files.
+// `nce train`: the retrieval run of retrieval/run/retrieval_app.h on the user's own files.
 //
 //   --train FILE          pairs to learn from (data/pairs_reader.h: anchor, positive,
 //                         negatives, score, query_id; JSON lines, CSV or TSV)
@@ -17,13 +17,13 @@
 //
 // A passage longer than max_passage_length is read in overlapping windows: in the table it
 // scores as its best window; in training a query learns from the window of its positive
-// (and of each negative) that shares the most words with it (retrieval/training_windows.h).
+// (and of each negative) that shares the most words with it (retrieval/train/training_windows.h).
 //
 // The loss must fit the training file's columns (retrieval/pairs/loss_fit.h). Settings live in
 // RunConfig (data = the training file) and under "app": "validation", "corpus", "format",
 // "lenient", so the run's config.json records them.
 #pragma once
-#include "retrieval/retrieval_app.h"
+#include "retrieval/run/retrieval_app.h"
 
 namespace nce::pairs {
 

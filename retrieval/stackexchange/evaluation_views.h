@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "retrieval/metric_table.h"
+#include "retrieval/report/metric_table.h"
 #include "eval/rankings.h"
 #include "data/dataset.h"
 #include "engine/tensor.h"

@@ -6,14 +6,14 @@
 #include <filesystem>
 #include <map>
 
-#include "retrieval/data_sizes.h"
-#include "retrieval/pretraining.h"
-#include "retrieval/run_preparation.h"
-#include "retrieval/tokenizer_fingerprint.h"
+#include "retrieval/settings/data_sizes.h"
+#include "retrieval/train/pretraining.h"
+#include "retrieval/run/run_preparation.h"
+#include "retrieval/model/tokenizer_fingerprint.h"
 #include "eval/rankings.h"
-#include "retrieval/svg_charts.h"
-#include "retrieval/text_model.h"
-#include "retrieval/training.h"
+#include "retrieval/report/svg_charts.h"
+#include "retrieval/model/text_model.h"
+#include "retrieval/train/training.h"
 #include "retrieval/stackexchange/evaluation_views.h"
 #include "retrieval/stackexchange/loss_significance.h"
 #include "retrieval/stackexchange/posts_dataset.h"
@@ -146,7 +146,7 @@ ComparisonOutcome run_loss_comparison(const retrieval::RetrievalApp& app, const 
     }
     add_rows(tables, "BM25 (whitespace)", lexical, views);
 
-    // 3b. Corpus pretraining once (retrieval/pretraining.h); every loss starts from it.
+    // 3b. Corpus pretraining once (retrieval/train/pretraining.h); every loss starts from it.
     std::string pretrained_path = (fs::path(compare_dir) / "pretrained.safetensors").string();
     bool pretrained = config.pretrain_steps != 0;
     nlohmann::json pretraining_facts;

@@ -4,11 +4,11 @@
 //
 //   data -> split by question -> tokenizer on the train texts (shared by every loss)
 //   -> untrained row and BM25 (whitespace) row
-//   -> corpus pretraining once (retrieval/pretraining.h; not with --no-pretrain):
+//   -> corpus pretraining once (retrieval/train/pretraining.h; not with --no-pretrain):
 //      pretrained.safetensors and its row
 //   -> for each loss: the pretrained model (or, with --no-pretrain, a fresh text_encoder of
 //      the same seed), so every loss has the same start, trained with
-//      retrieval/training.h (the loss's batch strategy, config.max_steps steps) -> its row
+//      retrieval/train/training.h (the loss's batch strategy, config.max_steps steps) -> its row
 //   -> hybrid row: BM25 fused with the loss whose model has the best validation MRR@10, the
 //      fusion weight chosen on the validation split (eval/rankings.h)
 //   -> in each view, every loss against that view's best loss on test MRR@10, a paired
@@ -25,9 +25,9 @@
 #include <string>
 #include <vector>
 
-#include "retrieval/metric_table.h"
-#include "retrieval/retrieval_app.h"
-#include "retrieval/run_config.h"
+#include "retrieval/report/metric_table.h"
+#include "retrieval/run/retrieval_app.h"
+#include "retrieval/settings/run_config.h"
 #include "retrieval/stackexchange/loss_significance.h"
 
 namespace nce::stackexchange {

@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "retrieval/against_baseline.h"
-#include "retrieval/metric_table.h"
+#include "retrieval/report/against_baseline.h"
+#include "retrieval/report/metric_table.h"
 #include "eval/bootstrap.h"
 
 namespace nce::stackexchange {

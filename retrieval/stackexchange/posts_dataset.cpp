@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "retrieval/training.h"
+#include "retrieval/embedding/training_losses.h"
 #include "data/stackexchange_reader.h"
 #include "engine/error.h"
 

@@ -6,7 +6,7 @@
 // without an answer and answers whose body cleans to nothing are left out (and counted): a
 // question must have an answer to be scored, an answer must have a token to be embedded.
 //
-// The app's settings sit under "app" in a run's JSON config (retrieval/run_config.h):
+// The app's settings sit under "app" in a run's JSON config (retrieval/settings/run_config.h):
 //   {"app": {"questions": 2000, "max_answers": 5, "paraphrase_probability": 0.65,
 //            "accepted_probability": 0.6, "lenient": false,
 //            "losses": ["infonce", ...], "in_batch_questions": 32, "hard_negatives": 10}}
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "retrieval/run_config.h"
+#include "retrieval/settings/run_config.h"
 #include "retrieval/stackexchange/evaluation_views.h"
 #include "retrieval/stackexchange/generated_site.h"
 #include "data/dataset.h"

@@ -7,12 +7,12 @@ namespace {
 
 // The defaults: sized so that `train` takes about a minute or two and `compare` (seven losses at
 // compare_steps each) a few minutes on two cores. The vocabulary and the lengths are sized to
-// the data a run reads (retrieval/data_sizes.h): a small generated site and a real dump get
+// the data a run reads (retrieval/settings/data_sizes.h): a small generated site and a real dump get
 // their own; the model stays small.
 retrieval::RunConfig stackexchange_defaults() {
     retrieval::RunConfig config;
     config.output = "runs/stackexchange";
-    config.vocab_size = retrieval::kSizedToData;  // sized to the data, as are the two lengths (retrieval/data_sizes.h)
+    config.vocab_size = retrieval::kSizedToData;  // sized to the data, as are the two lengths (retrieval/settings/data_sizes.h)
     config.character_coverage = 1.0;  // English: every character kept
     config.d_model = 64;
     config.num_layers = 1;

@@ -1,12 +1,12 @@
 // nce stackexchange's app description: question -> answer retrieval on a StackExchange dump
 // (every answer of a question is relevant to it). With no --data it runs on a generated
 // brewing site in the dump's format (retrieval/stackexchange/generated_site.h). train, eval,
-// index and search are the shared retrieval app (retrieval/retrieval_app.h); compare trains
+// index and search are the shared retrieval app (retrieval/run/retrieval_app.h); compare trains
 // one model per loss and scores them in three views (retrieval/stackexchange/loss_comparison.h).
 #pragma once
 #include <cstdint>
 
-#include "retrieval/retrieval_app.h"
+#include "retrieval/run/retrieval_app.h"
 
 namespace nce::stackexchange {
 
