@@ -373,7 +373,8 @@ TEST_CASE("cuda parity: the retrieval apps' training and pretraining loops on CU
                                                      device_name(device));
         retrieval::create_output_folder(output.string());
         const retrieval::RunFiles files(output.string());
-        auto model = retrieval::to_run_device(retrieval::make_text_encoder(on_device, tokenizer.vocab_size()), on_device.device);
+        auto model =
+            retrieval::to_run_device(retrieval::make_text_encoder(on_device, tokenizer.vocab_size()), on_device.device);
         retrieval::TrainingReport report =
             retrieval::train_text_encoder(*model, tokenizer, train, validation, on_device, files);
         REQUIRE(retrieval::model_device(*model) == device);
@@ -405,7 +406,8 @@ TEST_CASE("cuda parity: the retrieval apps' training and pretraining loops on CU
     auto pretrain_on = [&](Device device) {
         retrieval::RunConfig on_device = config;
         on_device.device = device;
-        auto model = retrieval::to_run_device(retrieval::make_text_encoder(on_device, tokenizer.vocab_size()), on_device.device);
+        auto model =
+            retrieval::to_run_device(retrieval::make_text_encoder(on_device, tokenizer.vocab_size()), on_device.device);
         const std::string log = (folder / fmt::format("pretrain_{}.jsonl", device_name(device))).string();
         retrieval::pretrain_text_encoder(*model, tokenizer, train.passages, eval::LexicalTokens::Whitespace, 4,
                                          on_device, log);
