@@ -42,16 +42,19 @@ struct ParamSpec {
 };
 
 // What a loss is called with: every input it read (differentiable ones as leaf Vars, data
-// as constant Vars) and every parameter, defaults filled in and validated.
+// as constant Vars) and every parameter, defaults filled in and validated. The numeric
+// parameters are parsed once, by make_parameters, into `numbers`: a training step reads
+// tau as a double, never from text.
 class LossArguments {
 public:
     std::map<std::string, Var> inputs;
-    std::map<std::string, std::string> params;
+    std::map<std::string, std::string> params;   // every parameter as given (text and choices are read here)
+    std::map<std::string, double> numbers;       // the numeric ones, parsed and checked
 
     bool has(const std::string& input) const { return inputs.count(input) > 0; }
     const Var& input(const std::string& name) const;   // throws naming the missing input
     Var optional(const std::string& name) const;       // undefined Var when absent
-    double number(const std::string& param) const;
+    double number(const std::string& param) const;     // throws naming a parameter not in `numbers`
     const std::string& text(const std::string& param) const;
 };
 

@@ -31,8 +31,7 @@ void add_loss_case(CheckRegistry& registry, const LossDefinition& loss, int64_t 
         if (constant) constant_inputs.push_back(static_cast<int>(names.size()));
         names.push_back(spec.name);
     }
-    std::map<std::string, std::string> defaults;
-    for (const ParamSpec& param : loss.params) defaults[param.name] = param.default_value;
+    const LossArguments defaults = make_parameters(loss, {});
 
     CheckCase check;
     check.op = loss.name;
@@ -48,9 +47,8 @@ void add_loss_case(CheckRegistry& registry, const LossDefinition& loss, int64_t 
         return inputs;
     };
     check.function = [compute = loss.compute, names, defaults](const std::vector<Var>& inputs) {
-        LossArguments arguments;
+        LossArguments arguments = defaults;
         for (size_t k = 0; k < names.size(); ++k) arguments.inputs.emplace(names[k], inputs[k]);
-        arguments.params = defaults;
         return compute(arguments);
     };
     registry.add(std::move(check));

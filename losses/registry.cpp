@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 
 #include "losses/losses.h"
 
@@ -33,14 +34,15 @@ std::string input_list(const LossDefinition& loss) {
     return fmt::format("{} takes {}", loss.name, fmt::join(names, ", "));
 }
 
-// Throws one line naming the parameter and what its rule expects.
-void validate_parameter(const LossDefinition& loss, const ParamSpec& param, const std::string& text) {
-    if (param.rule == ParamRule::Text) return;  // the loss reads and checks it
+// Throws one line naming the parameter and what its rule expects; a number's value, parsed
+// here once, is returned (nothing for text and choices).
+std::optional<double> validate_parameter(const LossDefinition& loss, const ParamSpec& param, const std::string& text) {
+    if (param.rule == ParamRule::Text) return std::nullopt;  // the loss reads and checks it
     if (param.rule == ParamRule::Choice) {
         bool known = std::find(param.choices.begin(), param.choices.end(), text) != param.choices.end();
         NCE_CHECK(known, "{}: parameter {} must be one of {}; got '{}'", loss.name, param.name,
                   fmt::join(param.choices, ", "), text);
-        return;
+        return std::nullopt;
     }
     double value = 0;
     NCE_CHECK(parse_number(text, value), "{}: parameter {} must be a finite number, got '{}'", loss.name, param.name,
@@ -63,6 +65,7 @@ void validate_parameter(const LossDefinition& loss, const ParamSpec& param, cons
         case ParamRule::Choice:
         case ParamRule::Text: break;
     }
+    return value;
 }
 
 }  // namespace
@@ -79,11 +82,9 @@ Var LossArguments::optional(const std::string& name) const {
 }
 
 double LossArguments::number(const std::string& param) const {
-    const std::string& value_text = text(param);
-    double value = 0;
-    NCE_CHECK(parse_number(value_text, value), "loss: parameter {} must be a finite number, got '{}'", param,
-              value_text);
-    return value;
+    auto it = numbers.find(param);
+    NCE_CHECK(it != numbers.end(), "loss: parameter {} is not set as a number (make_parameters sets them)", param);
+    return it->second;
 }
 
 const std::string& LossArguments::text(const std::string& param) const {
@@ -125,7 +126,9 @@ LossArguments make_parameters(const LossDefinition& loss, const std::map<std::st
         NCE_CHECK(known != loss.params.end(), "{}: unknown parameter '{}'; {}", loss.name, name, parameter_list(loss));
         arguments.params[name] = value;
     }
-    for (const ParamSpec& param : loss.params) validate_parameter(loss, param, arguments.params[param.name]);
+    for (const ParamSpec& param : loss.params)
+        if (std::optional<double> value = validate_parameter(loss, param, arguments.params[param.name]))
+            arguments.numbers[param.name] = *value;
     return arguments;
 }
 

@@ -103,9 +103,8 @@ bool loss_reads_the_host(const std::string& name) {
     try {
         const losses::LossDefinition& loss = losses::find_loss(name);
         Generator draw(11);
-        losses::LossArguments arguments;
+        losses::LossArguments arguments = losses::make_parameters(loss, {});
         for (const auto& [input, value] : loss.example(draw, 5, 4)) arguments.inputs.emplace(input, Var(value.to(Device::CUDA)));
-        for (const losses::ParamSpec& param : loss.params) arguments.params[param.name] = param.default_value;
         return loss.compute(arguments).value().device() != Device::CUDA;  // its value made on the host
     } catch (const Error& error) {
         const std::string message = error.what();
@@ -126,13 +125,11 @@ TEST_CASE("cuda parity: every loss of the registry that runs on the device, valu
         }
         Generator draw(11);
         const std::map<std::string, Tensor> example = loss.example(draw, 5, 4);
-        std::map<std::string, std::string> defaults;
-        for (const losses::ParamSpec& param : loss.params) defaults[param.name] = param.default_value;
+        const losses::LossArguments defaults = losses::make_parameters(loss, {});
         for (Dtype dtype : {Dtype::Float64, Dtype::Float32}) {
             INFO(loss.name << " in " << std::string(dtype_name(dtype)));
             auto run = [&](Device device) {
-                losses::LossArguments arguments;
-                arguments.params = defaults;
+                losses::LossArguments arguments = defaults;
                 std::vector<std::string> differentiable;
                 for (const losses::InputSpec& spec : loss.inputs) {
                     if (!example.count(spec.name)) continue;

@@ -98,6 +98,17 @@ TEST_CASE("make_arguments: defaults fill every parameter; --set overrides them")
     CHECK(infonce.number("tau") == 0.05);
 }
 
+TEST_CASE("make_parameters: numbers are parsed once; the text of a parameter is not read again as a number") {
+    losses::LossArguments parsed = losses::make_parameters(every_rule_loss(), {{"tau", "0.07"}});
+    CHECK(parsed.numbers.at("tau") == 0.07);
+    CHECK(parsed.numbers.count("metric") == 0);  // a choice stays text
+    parsed.params["tau"] = "0.5";                // text changed after the check: a step still reads 0.07
+    CHECK(parsed.number("tau") == 0.07);
+    losses::LossArguments by_hand;
+    by_hand.params["tau"] = "0.05";  // never checked: no number to read
+    CHECK_ERROR_MENTIONS(by_hand.number("tau"), "parameter tau is not set as a number");
+}
+
 TEST_CASE("make_arguments: an unknown parameter is an error naming it and listing the loss's parameters") {
     CHECK_ERROR_MENTIONS(losses::make_arguments(every_rule_loss(), x_only(), {{"temperature", "0.1"}}),
                          "unknown parameter 'temperature'; every_rule takes: tau, margin, p_relax, mask_self, metric, note");

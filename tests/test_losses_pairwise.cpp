@@ -754,9 +754,8 @@ TEST_CASE("pairwise losses: compute reads inputs and text parameters; an unknown
     Generator generator(701);
     LossDefinition definition = triplet_definition();
     auto example = definition.example(generator, 4, 5);
-    LossArguments arguments;
+    LossArguments arguments = make_parameters(definition, {{"margin", "0.3"}, {"metric", "euclidean"}});
     for (const auto& [name, value] : example) arguments.inputs[name] = Var::parameter(value);
-    arguments.params = {{"margin", "0.3"}, {"metric", "euclidean"}};
     Var loss = definition.compute(arguments);
     CHECK(relative_error(loss.value().item(), naive_triplet(example["a"], example["p"], example["n"], 0.3,
                                                             TripletMetric::Euclidean)) < 1e-13);
@@ -765,11 +764,11 @@ TEST_CASE("pairwise losses: compute reads inputs and text parameters; an unknown
 
     LossDefinition pairs = contrastive_definition();
     auto pair_example = pairs.example(generator, 4, 5);
-    LossArguments pair_arguments;
+    LossArguments pair_arguments = make_parameters(pairs, {{"margin", "0.5"}});
     pair_arguments.inputs = {{"x", Var::parameter(pair_example["x"])},
                              {"y", Var::parameter(pair_example["y"])},
                              {"label", Var(pair_example["label"])}};
-    pair_arguments.params = {{"margin", "0.5"}, {"metric", "manhattan"}};
+    pair_arguments.params["metric"] = "manhattan";  // past make_parameters' check: compute's own must refuse it
     CHECK_ERROR_MENTIONS(pairs.compute(pair_arguments), "metric must be cosine or euclidean");
 }
 

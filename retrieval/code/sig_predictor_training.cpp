@@ -81,20 +81,6 @@ eval::RelevantSets relevant_rows(const std::vector<int64_t>& query_rows, const s
     return relevant;
 }
 
-double tau_of(const retrieval::RunConfig& config) {
-    auto found = config.loss_parameters.find("tau");
-    if (found == config.loss_parameters.end()) return 0.05;
-    for (const auto& [name, value] : config.loss_parameters)
-        NCE_CHECK(name == "tau", "features: loss {} takes only tau here, not '{}'", config.loss, name);
-    try {
-        size_t used = 0;
-        double tau = std::stod(found->second, &used);
-        if (used == found->second.size() && tau > 0) return tau;
-    } catch (const std::logic_error&) {
-    }
-    fail("features: --loss-parameter tau must be a positive number, got '{}'", found->second);
-}
-
 }  // namespace
 
 nn::ModelConfig sig_predictor_config(const retrieval::RunConfig& config, const TeacherFeatures& features) {
@@ -115,7 +101,9 @@ FeatureRunOutcome run_sig_predictor_training(const retrieval::RunConfig& config,
     NCE_CHECK(config.loss == "infonce" || config.loss == "infonce_symmetric",
               "features: --loss {} cannot train the sig_predictor against fixed body embeddings; use infonce or "
               "infonce_symmetric", config.loss);
-    double tau = tau_of(config);
+    // Its pair form: q [B, d] against the batch's p [B, d], no extra negatives, at the run's tau.
+    const retrieval::RunLoss loss = retrieval::run_loss(config.loss, config.loss_parameters);
+    const double tau = loss.parameters.number("tau");
     TeacherFeatures features = read_teacher_features(features_folder);
     RowSplit split = split_rows(features, config);
     nn::ModelConfig model_config = sig_predictor_config(config, features);
@@ -160,9 +148,8 @@ FeatureRunOutcome run_sig_predictor_training(const retrieval::RunConfig& config,
         Var q = model->encode(rows_of(features.signature_features, batch), rows_of(features.signature_mask, batch),
                               &generator);
         Var p(rows_of(features.body_embeddings, batch));
-        Var loss = config.loss == "infonce" ? losses::infonce(q, p, Var(), Var(), tau)
-                                            : losses::infonce_symmetric(q, p, Var(), Var(), tau);
-        return nn::BatchLoss::with_graph(loss, static_cast<int64_t>(batch.size()));
+        return nn::BatchLoss::with_graph(loss.row.grad_cache_loss(q, p, Var(), loss.parameters),
+                                         static_cast<int64_t>(batch.size()));
     };
     Tensor validation_bodies = rows_of(features.body_embeddings, split.validation);
     eval::RelevantSets validation_relevant = relevant_rows(split.validation, split.validation);

@@ -171,18 +171,19 @@ Var listwise_loss(const BatchContext& context) {
 
 const std::vector<TrainingLoss>& training_losses() {
     using Strategy = data::BatchStrategy;
+    using Negatives = NegativeColumns;
     static const std::vector<TrainingLoss> table = {
-        // name                  batches                      rows  the batch's loss            GradCache                mpirun                               data check
-        {"infonce",               Strategy::InfoNce,           2,    in_batch_loss,              infonce_pairs,           distributed_infonce_pairs,           nullptr},
-        {"infonce_symmetric",     Strategy::InfoNce,           2,    in_batch_loss,              infonce_symmetric_pairs, distributed_infonce_symmetric_pairs, nullptr},
-        {"multi_positive",        Strategy::MultiplePositives, 2,    multi_positive_loss,        nullptr,                 nullptr,                             nullptr},
-        {"rank_infonce",          Strategy::MultiplePositives, 2,    rank_infonce_loss,          nullptr,                 nullptr,                             nullptr},
-        {"hard_negative_infonce", Strategy::HardNegative,      2,    hard_negative_infonce_loss, nullptr,                 nullptr,                             nullptr},
-        {"triplet",               Strategy::Triplet,           1,    triplet_loss,               nullptr,                 nullptr,                             nullptr},
-        {"listwise",              Strategy::Listwise,          1,    listwise_loss,              nullptr,                 nullptr,                             nullptr},
-        {"cosent",                Strategy::HardNegative,      2,    cosent_loss,                nullptr,                 nullptr,                             check_scores_differ},
-        {"contrastive",           Strategy::HardNegative,      2,    contrastive_loss,           nullptr,                 nullptr,                             nullptr},
-        {"matryoshka",            Strategy::InfoNce,           2,    matryoshka_loss,            matryoshka_pairs,        nullptr,                             nullptr},
+        // name                  batches                      rows  the batch's loss            GradCache                mpirun                               data check           scores negative columns  labels
+        {"infonce",               Strategy::InfoNce,           2,    in_batch_loss,              infonce_pairs,           distributed_infonce_pairs,           nullptr,             false, Negatives::Read,         false},
+        {"infonce_symmetric",     Strategy::InfoNce,           2,    in_batch_loss,              infonce_symmetric_pairs, distributed_infonce_symmetric_pairs, nullptr,             false, Negatives::Read,         false},
+        {"multi_positive",        Strategy::MultiplePositives, 2,    multi_positive_loss,        nullptr,                 nullptr,                             nullptr,             false, Negatives::Ignored,      false},
+        {"rank_infonce",          Strategy::MultiplePositives, 2,    rank_infonce_loss,          nullptr,                 nullptr,                             nullptr,             true,  Negatives::Ignored,      false},
+        {"hard_negative_infonce", Strategy::HardNegative,      2,    hard_negative_infonce_loss, nullptr,                 nullptr,                             nullptr,             false, Negatives::PulledCloser, false},
+        {"triplet",               Strategy::Triplet,           1,    triplet_loss,               nullptr,                 nullptr,                             nullptr,             false, Negatives::Read,         false},
+        {"listwise",              Strategy::Listwise,          1,    listwise_loss,              nullptr,                 nullptr,                             nullptr,             true,  Negatives::Read,         true},
+        {"cosent",                Strategy::HardNegative,      2,    cosent_loss,                nullptr,                 nullptr,                             check_scores_differ, true,  Negatives::Read,         true},
+        {"contrastive",           Strategy::HardNegative,      2,    contrastive_loss,           nullptr,                 nullptr,                             nullptr,             true,  Negatives::Read,         true},
+        {"matryoshka",            Strategy::InfoNce,           2,    matryoshka_loss,            matryoshka_pairs,        nullptr,                             nullptr,             false, Negatives::Ignored,      false},
     };
     return table;
 }
@@ -191,6 +192,11 @@ const TrainingLoss& training_loss(const std::string& name) {
     for (const TrainingLoss& loss : training_losses())
         if (name == loss.name) return loss;
     fail("training: loss '{}' cannot train a model here; use one of: {}", name, fmt::join(training_loss_names(), ", "));
+}
+
+RunLoss run_loss(const std::string& name, const std::map<std::string, std::string>& parameters) {
+    const TrainingLoss& row = training_loss(name);
+    return RunLoss{row, losses::make_parameters(losses::find_loss(name), parameters)};
 }
 
 const std::vector<std::string>& training_loss_names() {

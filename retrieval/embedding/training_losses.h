@@ -30,6 +30,7 @@
 // with no usable batch is an error naming the loss and the data.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -66,10 +67,18 @@ struct BatchContext {
 // negatives [M, d] (undefined: none) -> the loss.
 using PairLoss = Var (*)(const Var& q, const Var& p, const Var& negatives, const losses::LossArguments& parameters);
 
+// What a loss does with a pairs file's negative columns (retrieval/pairs/loss_fit.h refuses
+// the columns a loss would ignore or misread).
+enum class NegativeColumns {
+    Read,          // candidates the loss scores against the anchor (or its triplet's negative)
+    Ignored,       // the loss has no place for them
+    PulledCloser,  // hard_negative_infonce counts every text of a query as a positive of its own row
+};
+
 // One row per loss that can train a model: how its batches are drawn (data/batching.h), the
 // fewest rows a batch needs, its batch's loss, and the forms GradCache (--mini-batch-size) and
-// mpirun call (null: the loss does not run that way). Parameters come from the loss registry
-// (losses/loss.h).
+// mpirun call (null: the loss does not run that way); then what it reads of a pairs file's
+// labels. Parameters come from the loss registry (losses/loss.h).
 struct TrainingLoss {
     const char* name;
     data::BatchStrategy strategy;
@@ -78,11 +87,24 @@ struct TrainingLoss {
     PairLoss grad_cache_loss;   // on one process, the batch embedded mini_batch_size rows at a time
     PairLoss distributed_loss;  // under mpirun, each process's slice of the batch
     void (*check_data)(const data::RetrievalDataset& train);  // what the loss needs of the data, or null
+    bool reads_scores;          // a score column weighs its pairs (else every pair is a positive)
+    NegativeColumns negatives;
+    bool needs_labels;          // it learns from good and bad pairs alike: a score column or negative columns
 };
 
 const std::vector<TrainingLoss>& training_losses();
 // Throws naming the losses that can train.
 const TrainingLoss& training_loss(const std::string& name);
+
+// A run's loss, resolved once from its name and its parameters as text (--loss-parameter,
+// "loss_parameters"): its row, and its parameters over the registry's defaults, checked and
+// parsed, so a training step reads tau as a number and finds its row without a name.
+struct RunLoss {
+    const TrainingLoss& row;
+    losses::LossArguments parameters;
+};
+// Throws naming an unknown loss or parameter, or a value out of its range.
+RunLoss run_loss(const std::string& name, const std::map<std::string, std::string>& parameters);
 // Their names, in the table's order.
 const std::vector<std::string>& training_loss_names();
 

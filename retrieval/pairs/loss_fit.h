@@ -1,6 +1,8 @@
 // Which training losses fit a pairs file's columns (data/pairs_reader.h). The columns say
 // what the data knows; a loss that would ignore part of it, or needs what it lacks, is
-// refused with one line naming the loss, the columns and the losses that fit:
+// refused with one line naming the loss, the columns and the losses that fit. Each loss's
+// row (retrieval/embedding/training_losses.h: reads_scores, negatives, needs_labels) says
+// what it reads; the table below is what those rows give:
 //
 //   loss                     needs                        refuses (it would ignore them)
 //   infonce                  anchor, positive             score

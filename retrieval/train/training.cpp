@@ -34,9 +34,9 @@ size_t minimum_rows(const TrainingLoss& loss) {
 }
 
 // One epoch's usable batches (seeded by the epoch, so a step's batch depends on its position only).
-std::vector<data::Batch> usable_batches(const data::RetrievalDataset& train, const RunConfig& config, int64_t epoch) {
+std::vector<data::Batch> usable_batches(const data::RetrievalDataset& train, const RunConfig& config,
+                                        const TrainingLoss& loss, int64_t epoch) {
     data::BatchOptions options;
-    const TrainingLoss& loss = training_loss(config.loss);
     options.strategy = loss.strategy;
     options.batch_size = config.batch_size;
     options.seed = config.seed * 1000003 + static_cast<uint64_t>(epoch);
@@ -136,10 +136,9 @@ TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokeniz
                                   const data::RetrievalDataset& train, const data::RetrievalDataset& validation,
                                   const RunConfig& config, const RunFiles& files, bool start_is_a_candidate,
                                   const ValidationScore& score) {
-    const TrainingLoss& loss = training_loss(config.loss);
+    const RunLoss run = run_loss(config.loss, config.loss_parameters);  // the loss's row and parameters, once
+    const TrainingLoss& loss = run.row;
     nn::set_checkpoint_activations(model, config.checkpoint_activations);
-    const losses::LossArguments parameters = losses::make_parameters(losses::find_loss(config.loss),
-                                                                     config.loss_parameters);
     const std::vector<std::vector<int64_t>> hard_negatives = hard_negatives_by_query(train);
     // What runs on one process only, checked once before the first step.
     const bool marks_hard_negatives =
@@ -164,7 +163,7 @@ TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokeniz
 
     // One epoch's batches at a time; a step's batch is a function of (epoch, batch index).
     int64_t planned_epoch = 1;
-    std::vector<data::Batch> batches = usable_batches(train, config, planned_epoch);
+    std::vector<data::Batch> batches = usable_batches(train, config, loss, planned_epoch);
     NCE_CHECK(!batches.empty(), "training: the training split ({} queries) gives no batch of at least {} rows for loss "
               "{}; use more data or another loss", train.queries.size(), minimum_rows(loss), config.loss);
     report.batches_per_epoch = static_cast<int64_t>(batches.size());
@@ -181,12 +180,12 @@ TrainingReport train_text_encoder(nn::EmbeddingModel& model, const data::Tokeniz
     auto loss_of = [&](const nn::StepPosition& position, Generator& generator) {
         if (position.epoch != planned_epoch) {
             planned_epoch = position.epoch;
-            batches = usable_batches(train, config, planned_epoch);
+            batches = usable_batches(train, config, loss, planned_epoch);
             NCE_CHECK(!batches.empty(), "training: epoch {} has no usable batch", planned_epoch);
         }
         const data::Batch& batch = batches[static_cast<size_t>(position.batch_index) % batches.size()];
         const BatchContext context{loss,           model, tokenizer, batch, train, hard_negatives, config.max_query_length,
-                                   config.max_passage_length, parameters, generator};
+                                   config.max_passage_length, run.parameters, generator};
         const int64_t rows = static_cast<int64_t>(batch.rows.size());
         if (config.mini_batch_size > 0) return nn::BatchLoss::gradients_ready(grad_cache_batch(context, config.mini_batch_size), rows);
         Var value = distributed::world().size() > 1 ? distributed_batch_loss(context) : loss.batch_loss(context);
