@@ -95,6 +95,8 @@ struct TrainingLoss {
 const std::vector<TrainingLoss>& training_losses();
 // Throws naming the losses that can train.
 const TrainingLoss& training_loss(const std::string& name);
+// Their names, in the table's order.
+const std::vector<std::string>& training_loss_names();
 
 // A run's loss, resolved once from its name and its parameters as text (--loss-parameter,
 // "loss_parameters"): its row, and its parameters over the registry's defaults, checked and
@@ -105,8 +107,6 @@ struct RunLoss {
 };
 // Throws naming an unknown loss or parameter, or a value out of its range.
 RunLoss run_loss(const std::string& name, const std::map<std::string, std::string>& parameters);
-// Their names, in the table's order.
-const std::vector<std::string>& training_loss_names();
 
 // The texts as the model reads them: its query prompt, or its passage prompt, in front.
 std::vector<std::string> as_queries(const nn::EmbeddingModel& model, std::vector<std::string> texts);

@@ -39,10 +39,11 @@ std::vector<std::string> losses_that_fit(const data::PairsFile& file, data::Trip
 }
 
 void check_loss_fits(const data::PairsFile& file, const std::string& loss, data::TripletNegatives triplet_negatives) {
-    const std::vector<std::string>& known = retrieval::training_loss_names();
-    NCE_CHECK(std::find(known.begin(), known.end(), loss) != known.end(),
-              "--loss {}: not a loss nce train can train with; use one of: {}", loss, fmt::join(known, ", "));
-    std::string reason = misfit(file, retrieval::training_loss(loss), triplet_negatives);
+    const std::vector<retrieval::TrainingLoss>& rows = retrieval::training_losses();
+    auto row = std::find_if(rows.begin(), rows.end(), [&](const retrieval::TrainingLoss& known) { return loss == known.name; });
+    NCE_CHECK(row != rows.end(), "--loss {}: not a loss nce train can train with; use one of: {}", loss,
+              fmt::join(retrieval::training_loss_names(), ", "));
+    std::string reason = misfit(file, *row, triplet_negatives);
     NCE_CHECK(reason.empty(), "--loss {} does not fit {} (columns: {}): {}; losses that fit these columns: {}", loss,
               file.path, fmt::join(file.columns, ", "), reason, fmt::join(losses_that_fit(file, triplet_negatives), ", "));
 }
